@@ -1,0 +1,98 @@
+// Package fib holds a namespace's routing tables. For now it keeps the
+// table registry per family (which table ids exist), the IPv4 local/main
+// merge state and its unmerge (fib_unmerge()), which policy rules need.
+// Routes and lookups come with their own issue.
+//
+// Concurrency: every method is safe for concurrent use.
+package fib
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Table ids created with every namespace.
+const (
+	tableDefault = 253
+	tableMain    = 254
+	tableLocal   = 255
+)
+
+// Tables is the table registry of one family in one namespace.
+type Tables struct {
+	mu  sync.Mutex
+	ids map[uint32]struct{} // guarded by mu
+	// merged is true while the IPv4 local table is an alias of main (no
+	// custom IPv4 rule yet): fib_trie_unmerge() has not run.
+	merged    atomic.Bool
+	unmerges  atomic.Uint64
+	maxTables uint32
+}
+
+// NewIPv4 returns the IPv4 tables of a fresh namespace: local and main
+// (merged: local is an alias of main) and default.
+func NewIPv4() *Tables {
+	t := &Tables{ids: map[uint32]struct{}{tableLocal: {}, tableMain: {}, tableDefault: {}}, maxTables: ^uint32(0)}
+	t.merged.Store(true)
+	return t
+}
+
+// NewIPv6 returns the IPv6 tables of a fresh namespace: local and main.
+func NewIPv6() *Tables {
+	return &Tables{ids: map[uint32]struct{}{tableLocal: {}, tableMain: {}}, maxTables: ^uint32(0)}
+}
+
+// Exists reports whether table id exists.
+func (t *Tables) Exists(id uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.ids[id]
+	return ok
+}
+
+// Create creates table id if it does not exist (fib_new_table(),
+// fib6_new_table()).
+func (t *Tables) Create(id uint32) error {
+	t.mu.Lock()
+	t.ids[id] = struct{}{}
+	t.mu.Unlock()
+	return nil
+}
+
+// AllocEmpty creates the lowest table id >= 1 that does not exist yet and
+// returns it (fib_empty_table(): ids 1..RT_TABLE_MAX).
+func (t *Tables) AllocEmpty() (uint32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := uint32(1); id != 0 && id <= t.maxTables; id++ {
+		if _, ok := t.ids[id]; !ok {
+			t.ids[id] = struct{}{}
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// Merged reports whether local and main still share one table.
+func (t *Tables) Merged() bool { return t.merged.Load() }
+
+// Unmerge splits local from main if they are still merged (fib_unmerge():
+// allocate a standalone local table, copy local routes into it, drop them
+// from main). It must run under RTNL, which serializes it with route
+// changes; it is a no-op after the first time.
+func (t *Tables) Unmerge() error {
+	if t.merged.CompareAndSwap(true, false) {
+		t.unmerges.Add(1)
+	}
+	return nil
+}
+
+// Unmerges returns how many times Unmerge split the tables (0 or 1).
+func (t *Tables) Unmerges() uint64 { return t.unmerges.Load() }
+
+// Count returns the number of tables.
+func (t *Tables) Count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.ids)
+}

@@ -1,0 +1,111 @@
+package nsmgr
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/nlemu/nlemu/rulesops"
+)
+
+// DefaultName is the namespace that always exists.
+const DefaultName = "default"
+
+// Errors returned by Manager.
+var (
+	ErrExists   = errors.New("namespace already exists")
+	ErrNotFound = errors.New("namespace does not exist")
+	ErrInvalid  = errors.New("invalid namespace name")
+	ErrDefault  = errors.New("the default namespace cannot be deleted")
+)
+
+// Manager is the namespace registry. A deleted namespace is only removed
+// from the registry: sockets that hold it keep using it until they close,
+// as with `ip netns del`.
+type Manager struct {
+	cfg *rulesops.Config
+	mu  sync.RWMutex
+	ns  map[string]*Namespace // guarded by mu
+}
+
+// NewManager returns a registry holding the default namespace.
+func NewManager(cfg *rulesops.Config) *Manager {
+	m := &Manager{cfg: cfg, ns: map[string]*Namespace{}}
+	m.ns[DefaultName] = newNamespace(DefaultName, cfg)
+	return m
+}
+
+// ValidName reports whether name is usable, with `ip netns add`'s rules.
+func ValidName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00") && len(name) <= 255
+}
+
+// Add creates namespace name.
+func (m *Manager) Add(name string) error {
+	if !ValidName(name) {
+		return fmt.Errorf("%w: %q", ErrInvalid, name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ns[name]; ok {
+		return fmt.Errorf("%w: %q", ErrExists, name)
+	}
+	m.ns[name] = newNamespace(name, m.cfg)
+	return nil
+}
+
+// Del removes namespace name from the registry.
+func (m *Manager) Del(name string) error {
+	if name == DefaultName {
+		return ErrDefault
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ns[name]; !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	delete(m.ns, name)
+	return nil
+}
+
+// Get returns namespace name.
+func (m *Manager) Get(name string) (*Namespace, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns, ok := m.ns[name]
+	return ns, ok
+}
+
+// List returns the namespace names, sorted.
+func (m *Manager) List() []string {
+	m.mu.RLock()
+	names := make([]string, 0, len(m.ns))
+	for n := range m.ns {
+		names = append(names, n)
+	}
+	m.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// Len returns the number of namespaces.
+func (m *Manager) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.ns)
+}
+
+// Each calls fn for every namespace.
+func (m *Manager) Each(fn func(*Namespace)) {
+	m.mu.RLock()
+	all := make([]*Namespace, 0, len(m.ns))
+	for _, ns := range m.ns {
+		all = append(all, ns)
+	}
+	m.mu.RUnlock()
+	for _, ns := range all {
+		fn(ns)
+	}
+}

@@ -1,0 +1,45 @@
+package rtnl
+
+// nlaHdrLen is sizeof(struct nlattr).
+const nlaHdrLen = 4
+
+// nlaTypeMask strips NLA_F_NESTED and NLA_F_NET_BYTEORDER from nla_type.
+const nlaTypeMask = 0x3fff
+
+// rawAttr is one attribute of a request, as the kernel's nla_for_each_attr
+// sees it.
+type rawAttr struct {
+	typ    uint16 // nla_type() (flags stripped)
+	nested bool   // NLA_F_NESTED was set
+	data   []byte
+	off    uint32 // offset of the nlattr from the start of the nlmsghdr
+}
+
+// walkAttrs calls fn for each attribute in b with the kernel's nla_ok() /
+// nla_next() rules: iteration stops silently at an attribute whose length is
+// shorter than its header or longer than what is left, and leftover bytes
+// are ignored (the liberal parse that rtnetlink's deprecated parsers use).
+// base is the offset of b from the start of the nlmsghdr. The walk is our
+// own rather than mdlayher/netlink's AttributeDecoder because the kernel's
+// semantics for malformed tails and the offsets reported in extended acks
+// must be reproduced exactly.
+func walkAttrs(b []byte, base int, fn func(a rawAttr) *Error) *Error {
+	off := 0
+	for len(b)-off >= nlaHdrLen {
+		n := int(ne.Uint16(b[off:]))
+		if n < nlaHdrLen || n > len(b)-off {
+			return nil
+		}
+		t := ne.Uint16(b[off+2:])
+		if err := fn(rawAttr{
+			typ:    t & nlaTypeMask,
+			nested: t&nlaFNested != 0,
+			data:   b[off+nlaHdrLen : off+n : off+n],
+			off:    uint32(base + off),
+		}); err != nil {
+			return err
+		}
+		off += align4(n)
+	}
+	return nil
+}

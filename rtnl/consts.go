@@ -1,0 +1,184 @@
+package rtnl
+
+// Netlink message types and flags (include/uapi/linux/netlink.h).
+const (
+	NLMSG_NOOP    = 0x1
+	NLMSG_ERROR   = 0x2
+	NLMSG_DONE    = 0x3
+	NLMSG_OVERRUN = 0x4
+	// NLMSG_MIN_TYPE is the first type handed to a protocol; lower types are
+	// control messages that the kernel only acknowledges.
+	NLMSG_MIN_TYPE = 0x10
+
+	NLM_F_REQUEST  = 0x01
+	NLM_F_MULTI    = 0x02
+	NLM_F_ACK      = 0x04
+	NLM_F_ECHO     = 0x08
+	NLM_F_ROOT     = 0x100
+	NLM_F_MATCH    = 0x200
+	NLM_F_DUMP     = NLM_F_ROOT | NLM_F_MATCH
+	NLM_F_REPLACE  = 0x100
+	NLM_F_EXCL     = 0x200
+	NLM_F_CREATE   = 0x400
+	NLM_F_APPEND   = 0x800
+	NLM_F_CAPPED   = 0x100
+	NLM_F_ACK_TLVS = 0x200
+
+	NLMSG_HDRLEN = 16
+)
+
+// Extended-ack TLVs in NLMSG_ERROR / NLMSG_DONE (enum nlmsgerr_attrs).
+const (
+	NLMSGERR_ATTR_MSG       = 1
+	NLMSGERR_ATTR_OFFS      = 2
+	NLMSGERR_ATTR_COOKIE    = 3
+	NLMSGERR_ATTR_POLICY    = 4
+	NLMSGERR_ATTR_MISS_TYPE = 5
+	NLMSGERR_ATTR_MISS_NEST = 6
+)
+
+// Policy description attributes (enum netlink_policy_type_attr) and types
+// (enum netlink_attribute_type) used in NLMSGERR_ATTR_POLICY.
+const (
+	NL_POLICY_TYPE_ATTR_TYPE        = 1
+	NL_POLICY_TYPE_ATTR_MIN_VALUE_U = 4
+	NL_POLICY_TYPE_ATTR_MAX_VALUE_U = 5
+	NL_POLICY_TYPE_ATTR_MAX_LENGTH  = 7
+
+	NL_ATTR_TYPE_U8     = 2
+	NL_ATTR_TYPE_U16    = 3
+	NL_ATTR_TYPE_U32    = 4
+	NL_ATTR_TYPE_STRING = 11
+)
+
+// Socket options at SOL_NETLINK (include/uapi/linux/netlink.h).
+const (
+	SOL_NETLINK             = 270
+	SOL_SOCKET              = 1
+	SO_SNDBUF               = 7
+	SO_RCVBUF               = 8
+	NETLINK_ADD_MEMBERSHIP  = 1
+	NETLINK_DROP_MEMBERSHIP = 2
+	NETLINK_PKTINFO         = 3
+	NETLINK_NO_ENOBUFS      = 5
+	NETLINK_LISTEN_ALL_NSID = 8
+	NETLINK_CAP_ACK         = 10
+	NETLINK_EXT_ACK         = 11
+	NETLINK_GET_STRICT_CHK  = 12
+	// NLEMU_RECVLEN is nlemu's own option: the receive buffer size a client
+	// reads with, which sizes dump datagrams as the kernel's
+	// nlk->max_recvmsg_len does.
+	NLEMU_RECVLEN = 0xFE00
+)
+
+// nlemu control message types (docs/PROTOCOL.md).
+const (
+	NLEMU_HELLO      = 0xFE00
+	NLEMU_SETSOCKOPT = 0xFE01
+	NLEMU_BIND       = 0xFE02
+	NLEMU_SOCKERR    = 0xFE03
+	// NLEMU_CTRL_MIN..NLEMU_CTRL_MAX are reserved for control messages.
+	NLEMU_CTRL_MIN = 0xFE00
+	NLEMU_CTRL_MAX = 0xFEFF
+)
+
+// rtnetlink message types (include/uapi/linux/rtnetlink.h).
+const (
+	RTM_NEWLINK  = 16
+	RTM_DELLINK  = 17
+	RTM_GETLINK  = 18
+	RTM_SETLINK  = 19
+	RTM_NEWADDR  = 20
+	RTM_GETADDR  = 22
+	RTM_NEWROUTE = 24
+	RTM_GETROUTE = 26
+	RTM_NEWRULE  = 32
+	RTM_DELRULE  = 33
+	RTM_GETRULE  = 34
+	RTM_MAX      = 0x7f + 4 // generous upper bound of types the kernel knows
+)
+
+// Address and rule families.
+const (
+	AF_UNSPEC         = 0
+	AF_INET           = 2
+	AF_INET6          = 10
+	RTNL_FAMILY_IPMR  = 128
+	RTNL_FAMILY_IP6MR = 129
+)
+
+// rtnetlink multicast groups (enum rtnetlink_groups).
+const (
+	RTNLGRP_LINK      = 1
+	RTNLGRP_IPV4_RULE = 8
+	RTNLGRP_IPV6_RULE = 19
+)
+
+// Fib rule attributes (include/uapi/linux/fib_rules.h).
+const (
+	FRA_UNSPEC = iota
+	FRA_DST
+	FRA_SRC
+	FRA_IIFNAME
+	FRA_GOTO
+	FRA_UNUSED2
+	FRA_PRIORITY
+	FRA_UNUSED3
+	FRA_UNUSED4
+	FRA_UNUSED5
+	FRA_FWMARK
+	FRA_FLOW
+	FRA_TUN_ID
+	FRA_SUPPRESS_IFGROUP
+	FRA_SUPPRESS_PREFIXLEN
+	FRA_TABLE
+	FRA_FWMASK
+	FRA_OIFNAME
+	FRA_PAD
+	FRA_L3MDEV
+	FRA_UID_RANGE
+	FRA_PROTOCOL
+	FRA_IP_PROTO
+	FRA_SPORT_RANGE
+	FRA_DPORT_RANGE
+	FRA_DSCP
+	FRA_FLOWLABEL
+	FRA_FLOWLABEL_MASK
+	FRA_SPORT_MASK
+	FRA_DPORT_MASK
+	FRA_DSCP_MASK
+	FRA_MAX = FRA_DSCP_MASK
+)
+
+// Rule flags (FIB_RULE_*).
+const (
+	FIB_RULE_PERMANENT    = 0x1
+	FIB_RULE_INVERT       = 0x2
+	FIB_RULE_UNRESOLVED   = 0x4
+	FIB_RULE_IIF_DETACHED = 0x8
+	FIB_RULE_OIF_DETACHED = 0x10
+	FIB_RULE_FIND_SADDR   = 0x10000
+)
+
+// Rule actions (FR_ACT_*).
+const (
+	FR_ACT_UNSPEC      = 0
+	FR_ACT_TO_TBL      = 1
+	FR_ACT_GOTO        = 2
+	FR_ACT_NOP         = 3
+	FR_ACT_BLACKHOLE   = 6
+	FR_ACT_UNREACHABLE = 7
+	FR_ACT_PROHIBIT    = 8
+)
+
+// Well-known routing table ids.
+const (
+	RT_TABLE_UNSPEC  = 0
+	RT_TABLE_COMPAT  = 252
+	RT_TABLE_DEFAULT = 253
+	RT_TABLE_MAIN    = 254
+	RT_TABLE_LOCAL   = 255
+)
+
+// Route protocols used by default rules.
+const RTPROT_KERNEL = 2

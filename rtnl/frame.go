@@ -1,0 +1,197 @@
+package rtnl
+
+import (
+	"encoding/binary"
+
+	"github.com/mdlayher/netlink"
+)
+
+var ne = binary.NativeEndian
+
+// Message is one netlink message taken from a datagram.
+type Message struct {
+	Header netlink.Header
+	// Data is the payload after the 16-byte header (nlmsg_len - 16 bytes).
+	Data []byte
+	// Raw is the whole message as received (nlmsg_len bytes), echoed back in
+	// NLMSG_ERROR when the socket did not ask for capped acks.
+	Raw []byte
+}
+
+func align4(n int) int { return (n + 3) &^ 3 }
+
+// SplitDatagram returns the messages of one datagram with the kernel's
+// netlink_rcv_skb() semantics: parsing stops silently at the first message
+// whose nlmsg_len is shorter than a header or longer than what is left, and
+// each message is followed by alignment padding that may be cut short at the
+// end of the datagram. (mdlayher/netlink's parser rejects such datagrams
+// outright; the kernel processes the valid prefix, so we must too.)
+func SplitDatagram(b []byte) []Message {
+	var msgs []Message
+	for len(b) >= NLMSG_HDRLEN {
+		n := int(ne.Uint32(b))
+		if n < NLMSG_HDRLEN || n > len(b) {
+			break
+		}
+		msgs = append(msgs, Message{
+			Header: netlink.Header{
+				Length:   uint32(n),
+				Type:     netlink.HeaderType(ne.Uint16(b[4:])),
+				Flags:    netlink.HeaderFlags(ne.Uint16(b[6:])),
+				Sequence: ne.Uint32(b[8:]),
+				PID:      ne.Uint32(b[12:]),
+			},
+			Data: b[NLMSG_HDRLEN:n:n],
+			Raw:  b[:n:n],
+		})
+		adv := align4(n)
+		if adv > len(b) {
+			adv = len(b)
+		}
+		b = b[adv:]
+	}
+	return msgs
+}
+
+// AppendHeader appends a netlink header for a message of total length n
+// (header included) to dst.
+func AppendHeader(dst []byte, n int, typ, flags uint16, seq, pid uint32) []byte {
+	var h [NLMSG_HDRLEN]byte
+	ne.PutUint32(h[0:], uint32(n))
+	ne.PutUint16(h[4:], typ)
+	ne.PutUint16(h[6:], flags)
+	ne.PutUint32(h[8:], seq)
+	ne.PutUint32(h[12:], pid)
+	return append(dst, h[:]...)
+}
+
+// AppendMessage appends one complete message (header + payload parts,
+// padded to 4 bytes) to dst.
+func AppendMessage(dst []byte, typ, flags uint16, seq, pid uint32, parts ...[]byte) []byte {
+	n := NLMSG_HDRLEN
+	for _, p := range parts {
+		n += len(p)
+	}
+	dst = AppendHeader(dst, n, typ, flags, seq, pid)
+	for _, p := range parts {
+		dst = append(dst, p...)
+	}
+	for i := n; i < align4(n); i++ {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// AckOptions are the socket options that shape an NLMSG_ERROR reply.
+type AckOptions struct {
+	ExtAck bool // NETLINK_EXT_ACK
+	CapAck bool // NETLINK_CAP_ACK
+}
+
+// AppendAck appends the NLMSG_ERROR message the kernel's netlink_ack() sends
+// for req: err == nil is a success ACK (always capped: header only);
+// an error echoes the whole request unless the socket set NETLINK_CAP_ACK;
+// extended-ack TLVs follow only when the socket set NETLINK_EXT_ACK.
+func AppendAck(dst []byte, req *Message, portid uint32, err *Error, o AckOptions) []byte {
+	var flags uint16
+	echo := req.Raw[:NLMSG_HDRLEN]
+	code := int32(0)
+	if err != nil {
+		code = -int32(err.Errno)
+		if !o.CapAck {
+			echo = req.Raw
+		}
+	}
+	if err == nil || o.CapAck {
+		flags |= NLM_F_CAPPED
+	}
+	var tlvs []byte
+	if o.ExtAck && err != nil {
+		tlvs = encodeExtAck(err)
+		if len(tlvs) > 0 {
+			flags |= NLM_F_ACK_TLVS
+		}
+	}
+	var c [4]byte
+	ne.PutUint32(c[:], uint32(code))
+	if len(tlvs) > 0 {
+		// TLVs start at an aligned offset; nlmsg_len then covers the pad.
+		echo = padded(echo)
+	}
+	return AppendMessage(dst, NLMSG_ERROR, flags, req.Header.Sequence, portid, c[:], echo, tlvs)
+}
+
+// padded returns b padded with zeros to a multiple of 4 bytes (the echoed
+// request in NLMSG_ERROR is followed by TLVs at an aligned offset).
+func padded(b []byte) []byte {
+	if len(b)%4 == 0 {
+		return b
+	}
+	p := make([]byte, align4(len(b)))
+	copy(p, b)
+	return p
+}
+
+// encodeExtAck encodes the TLVs of netlink_ack_tlv_fill(): MSG, OFFS,
+// POLICY, MISS_TYPE, in that order.
+func encodeExtAck(e *Error) []byte {
+	ae := netlink.NewAttributeEncoder()
+	if e.Msg != "" {
+		ae.String(NLMSGERR_ATTR_MSG, e.Msg)
+	}
+	if e.Offset != 0 {
+		ae.Uint32(NLMSGERR_ATTR_OFFS, e.Offset)
+	}
+	if e.Policy != nil {
+		ae.Bytes(NLMSGERR_ATTR_POLICY|nlaFNested, e.Policy)
+	}
+	if e.MissType != 0 {
+		ae.Uint32(NLMSGERR_ATTR_MISS_TYPE, uint32(e.MissType))
+	}
+	b, _ := ae.Encode()
+	return b
+}
+
+const nlaFNested = 0x8000
+
+// AppendDone appends the NLMSG_DONE that ends a dump (netlink_dump_done()):
+// NLM_F_MULTI, a 4-byte errno, and the extack message when the dump failed
+// and the socket set NETLINK_EXT_ACK.
+func AppendDone(dst []byte, seq, portid uint32, err *Error, extAck bool) []byte {
+	var c [4]byte
+	flags := uint16(NLM_F_MULTI)
+	var tlv []byte
+	if err != nil {
+		ne.PutUint32(c[:], uint32(-int32(err.Errno)))
+		if extAck && err.Msg != "" {
+			flags |= NLM_F_ACK_TLVS
+			ae := netlink.NewAttributeEncoder()
+			ae.String(NLMSGERR_ATTR_MSG, err.Msg)
+			tlv, _ = ae.Encode()
+		}
+	}
+	return AppendMessage(dst, NLMSG_DONE, flags, seq, portid, c[:], tlv)
+}
+
+// DoneSize is the size of an NLMSG_DONE without TLVs.
+const DoneSize = NLMSG_HDRLEN + 4
+
+// Dump datagram sizes, as netlink_dump() allocates them: NLMSG_GOODSIZE
+// until the reader has shown a larger receive buffer, never more than
+// SKB_WITH_OVERHEAD(32768).
+const (
+	NLMSG_GOODSIZE = 4096 - 320
+	DumpMaxSize    = 32768 - 320
+)
+
+// DumpSize returns the datagram size for a dump batch given the largest
+// receive buffer the reader has used so far.
+func DumpSize(maxRecvLen int) int {
+	if maxRecvLen > DumpMaxSize {
+		maxRecvLen = DumpMaxSize
+	}
+	if maxRecvLen > NLMSG_GOODSIZE {
+		return maxRecvLen
+	}
+	return NLMSG_GOODSIZE
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"sync"
+	"syscall"
+)
+
+// queue is a socket's receive queue: datagrams waiting for the reader,
+// bounded by the socket's receive buffer like sk_rcvbuf. Multicast and
+// unicast replies that find it over its limit are dropped and the reader
+// gets ENOBUFS once (netlink_overrun()); dumps only produce their next
+// datagram once the reader has drained it below half (netlink_recvmsg()).
+type queue struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	items  [][]byte // guarded by mu
+	head   int
+	bytes  int           // guarded by mu: bytes queued
+	limit  int           // guarded by mu: receive buffer
+	err    syscall.Errno // guarded by mu: pending socket error
+	noErr  bool          // guarded by mu: NETLINK_NO_ENOBUFS
+	closed bool          // guarded by mu
+}
+
+// defaultRcvbuf is net.core.rmem_default.
+const defaultRcvbuf = 212992
+
+func newQueue() *queue {
+	q := &queue{limit: defaultRcvbuf}
+	q.cond.L = &q.mu
+	return q
+}
+
+// push queues b unless the queue is over its limit and force is false.
+// It never blocks.
+func (q *queue) push(b []byte, force bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	if !force && q.bytes > q.limit {
+		if !q.noErr {
+			q.err = syscall.ENOBUFS
+		}
+		q.cond.Signal()
+		return false
+	}
+	q.items = append(q.items, b)
+	q.bytes += len(b)
+	q.cond.Signal()
+	return true
+}
+
+// pop returns the next datagram, or a pending socket error once the queue
+// is empty, blocking while there is neither. It returns (nil, 0, false)
+// once closed.
+func (q *queue) pop(block bool) ([]byte, syscall.Errno, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.head < len(q.items) {
+			b := q.items[q.head]
+			q.items[q.head] = nil
+			q.head++
+			if q.head == len(q.items) {
+				q.items, q.head = q.items[:0], 0
+			}
+			q.bytes -= len(b)
+			return b, 0, true
+		}
+		if q.err != 0 {
+			e := q.err
+			q.err = 0
+			return nil, e, true
+		}
+		if q.closed || !block {
+			return nil, 0, !q.closed
+		}
+		q.cond.Wait()
+	}
+}
+
+// roomForDump reports whether a dump may add its next datagram.
+func (q *queue) roomForDump() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes <= q.limit/2
+}
+
+func (q *queue) setLimit(n int) {
+	q.mu.Lock()
+	q.limit = n
+	q.mu.Unlock()
+}
+
+func (q *queue) setNoENOBUFS(v bool) {
+	q.mu.Lock()
+	q.noErr = v
+	q.mu.Unlock()
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}

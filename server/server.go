@@ -1,0 +1,223 @@
+// Package server moves netlink datagrams between clients and namespaces:
+// the Unix SOCK_SEQPACKET listener (docs/PROTOCOL.md), the in-process
+// client with the same semantics, per-socket state (port id, options,
+// groups) and bounded receive queues. It never parses an attribute: bytes
+// are decoded by rtnl, requests are answered by nsmgr.
+package server
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/nlemu/nlemu/nsmgr"
+	"github.com/nlemu/nlemu/rtnl"
+	"github.com/nlemu/nlemu/rulesops"
+)
+
+var ne = binary.NativeEndian
+
+// Config configures a Server.
+type Config struct {
+	// RTNL is the RTNL policy for rule changes (default: the seed's
+	// first-IPv4-rule-only design).
+	RTNL rtnl.Mode
+}
+
+// Server is one nlemu instance: a namespace registry shared by every
+// client, in-process or over Unix sockets.
+type Server struct {
+	rtnlLock rtnl.RTNL
+	rcfg     rulesops.Config
+	nsm      *nsmgr.Manager
+	stats    counters
+
+	portMu sync.Mutex
+	ports  map[uint32]bool // guarded by portMu
+	rover  uint32          // guarded by portMu
+
+	mu        sync.Mutex
+	listeners []*Listener        // guarded by mu
+	conns     map[*conn]struct{} // guarded by mu
+	closed    bool               // guarded by mu
+}
+
+// New returns a server with one namespace, "default".
+func New(cfg Config) *Server {
+	s := &Server{ports: map[uint32]bool{}, rover: 0xFFFFF000, conns: map[*conn]struct{}{}}
+	s.rcfg = rulesops.Config{RTNL: &s.rtnlLock, Mode: cfg.RTNL}
+	s.nsm = nsmgr.NewManager(&s.rcfg)
+	return s
+}
+
+// Namespaces returns the namespace registry.
+func (s *Server) Namespaces() *nsmgr.Manager { return s.nsm }
+
+// RTNLStats returns the RTNL lock counters.
+func (s *Server) RTNLStats() rtnl.LockStats { return s.rtnlLock.Stats() }
+
+// Mode returns the RTNL policy.
+func (s *Server) Mode() rtnl.Mode { return s.rcfg.Mode }
+
+// allocPort picks a port id the way netlink_autobind() does: the caller's
+// pid when free, otherwise negative ids counting down from -4096.
+func (s *Server) allocPort(pid uint32) uint32 {
+	s.portMu.Lock()
+	defer s.portMu.Unlock()
+	if pid != 0 && !s.ports[pid] {
+		s.ports[pid] = true
+		return pid
+	}
+	for s.ports[s.rover] || s.rover == 0 {
+		s.rover--
+	}
+	p := s.rover
+	s.rover--
+	s.ports[p] = true
+	return p
+}
+
+func (s *Server) releasePort(p uint32) {
+	s.portMu.Lock()
+	delete(s.ports, p)
+	s.portMu.Unlock()
+}
+
+// Options are the socket options of a new client connection.
+type Options struct {
+	// Namespace names the namespace ("" = "default").
+	Namespace string
+	// PID is a hint for the port id (0: allocate one).
+	PID                                 uint32
+	ExtAck, CapAck, StrictCheck, NoENOBUFS bool
+	// Groups is the legacy nl_groups bind mask.
+	Groups uint32
+}
+
+const (
+	optExtAck = 1 << iota
+	optCapAck
+	optStrict
+	optNoENOBUFS
+)
+
+func (o Options) bits() uint32 {
+	var b uint32
+	if o.ExtAck {
+		b |= optExtAck
+	}
+	if o.CapAck {
+		b |= optCapAck
+	}
+	if o.StrictCheck {
+		b |= optStrict
+	}
+	if o.NoENOBUFS {
+		b |= optNoENOBUFS
+	}
+	return b
+}
+
+// ErrNoNamespace is returned when a client names a namespace that does not
+// exist.
+var ErrNoNamespace = nsmgr.ErrNotFound
+
+// open creates the server side of a socket in namespace name.
+func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
+	if name == "" {
+		name = nsmgr.DefaultName
+	}
+	ns, ok := s.nsm.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, net.ErrClosed
+	}
+	c := &conn{srv: s, ns: ns, q: newQueue(), portid: s.allocPort(pid)}
+	c.extAck = opts&optExtAck != 0
+	c.capAck = opts&optCapAck != 0
+	c.strict = opts&optStrict != 0
+	c.q.setNoENOBUFS(opts&optNoENOBUFS != 0)
+	if groups != 0 {
+		c.bind(groups)
+	}
+	s.conns[c] = struct{}{}
+	s.stats.sockets.Add(1)
+	return c, nil
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Close stops every listener and closes every connection.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ls := s.listeners
+	s.listeners = nil
+	cs := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	for _, c := range cs {
+		c.close()
+	}
+	return nil
+}
+
+// DefaultSocketPath is the socket used when neither --socket nor
+// $NLEMU_SOCKET is given: $XDG_RUNTIME_DIR/nlemu.sock, else
+// $TMPDIR/nlemu-$UID/nlemu.sock.
+func DefaultSocketPath() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "nlemu.sock")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("nlemu-%d", os.Getuid()), "nlemu.sock")
+}
+
+// SocketPath resolves the socket path: flag, else $NLEMU_SOCKET, else the
+// default.
+func SocketPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if e := os.Getenv("NLEMU_SOCKET"); e != "" {
+		return e
+	}
+	return DefaultSocketPath()
+}
+
+// counters are the server's message statistics.
+type counters struct {
+	datagrams atomic.Uint64
+	sockets   atomic.Uint64
+	byType    [256]atomic.Uint64
+	byErrno   [256]atomic.Uint64
+}
+
+func (c *counters) countType(t uint16) {
+	if t < 256 {
+		c.byType[t].Add(1)
+	}
+}
+
+func (c *counters) countErr(e syscall.Errno) {
+	if e < 256 {
+		c.byErrno[e].Add(1)
+	}
+}

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// Listener is a Unix SOCK_SEQPACKET listener serving the nlemu protocol.
+type Listener struct {
+	s    *Server
+	ul   *net.UnixListener
+	path string
+	done chan struct{}
+}
+
+// ErrInUse is returned by ListenUnix when a live server owns the path.
+var ErrInUse = errors.New("a live nlemu server already owns the socket")
+
+// ListenUnix listens on path (mode 0666; per-request checks are the
+// server's job) and serves connections in the background until the
+// Listener or the Server is closed. A stale socket file left by a dead
+// server is replaced; a live one is refused with ErrInUse.
+func (s *Server) ListenUnix(path string) (*Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		c, derr := net.DialTimeout("unixpacket", path, time.Second)
+		if derr == nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: %s", ErrInUse, path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	ul, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	if err != nil {
+		return nil, err
+	}
+	ul.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o666); err != nil {
+		ul.Close()
+		return nil, err
+	}
+	l := &Listener{s: s, ul: ul, path: path, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ul.Close()
+		return nil, net.ErrClosed
+	}
+	s.listeners = append(s.listeners, l)
+	s.mu.Unlock()
+	go l.serve()
+	return l, nil
+}
+
+// Path returns the socket path.
+func (l *Listener) Path() string { return l.path }
+
+// Close stops accepting and removes the socket file.
+func (l *Listener) Close() error {
+	err := l.ul.Close()
+	<-l.done
+	return err
+}
+
+func (l *Listener) serve() {
+	defer close(l.done)
+	for {
+		c, err := l.ul.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go l.s.serveUnix(c)
+	}
+}
+
+// serveUnix runs one client connection: the HELLO handshake, then a reader
+// that handles datagrams in order and a writer that drains the receive
+// queue into the socket.
+func (s *Server) serveUnix(uc *net.UnixConn) {
+	defer uc.Close()
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return
+	}
+	uc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	hello, err := readDatagram(raw)
+	uc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return
+	}
+	msgs := rtnl.SplitDatagram(hello)
+	if len(msgs) != 1 || uint16(msgs[0].Header.Type) != rtnl.NLEMU_HELLO || len(msgs[0].Data) < 17 {
+		uc.Write(helloNack(hello, syscall.EPROTO, "nlemu: expected a HELLO"))
+		return
+	}
+	m := &msgs[0]
+	d := m.Data
+	pid, opts, groups := ne.Uint32(d[4:]), ne.Uint32(d[8:]), ne.Uint32(d[12:])
+	name := string(d[16:])
+	if i := indexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	c, err := s.open(name, pid, opts, groups)
+	if err != nil {
+		errno := syscall.EPROTO
+		if errors.Is(err, ErrNoNamespace) {
+			errno = syscall.ENOENT
+		}
+		uc.Write(helloNack(hello, errno, fmt.Sprintf("namespace %q does not exist", name)))
+		return
+	}
+	var p [8]byte
+	ne.PutUint32(p[0:], 1)
+	ne.PutUint32(p[4:], c.portid)
+	if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p[:])); err != nil {
+		c.close()
+		s.forget(c)
+		return
+	}
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for {
+			b, errno, ok := c.q.pop(true)
+			if !ok {
+				return
+			}
+			if errno != 0 {
+				var e [4]byte
+				ne.PutUint32(e[:], uint32(errno))
+				b = rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
+			}
+			if _, err := uc.Write(b); err != nil {
+				c.close()
+				return
+			}
+			c.afterRead(0)
+		}
+	}()
+	for {
+		b, err := readDatagram(raw)
+		if err != nil || b == nil {
+			break
+		}
+		c.handle(b)
+	}
+	c.close()
+	s.forget(c)
+	<-writerDone
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// helloNack is the NLMSG_ERROR refusing a HELLO, with its reason as text.
+func helloNack(req []byte, errno syscall.Errno, msg string) []byte {
+	msgs := rtnl.SplitDatagram(req)
+	if len(msgs) == 0 {
+		hdr := rtnl.AppendHeader(nil, rtnl.NLMSG_HDRLEN, rtnl.NLEMU_HELLO, 0, 0, 0)
+		msgs = rtnl.SplitDatagram(hdr)
+	}
+	return rtnl.AppendAck(nil, &msgs[0], 0, rtnl.Errorf(errno, msg), rtnl.AckOptions{ExtAck: true, CapAck: true})
+}
+
+// readDatagram reads one whole datagram, sized first with
+// MSG_PEEK|MSG_TRUNC so that no datagram is ever truncated. It returns
+// (nil, nil) at end of stream.
+func readDatagram(raw syscall.RawConn) ([]byte, error) {
+	var (
+		out  []byte
+		rerr error
+		eof  bool
+	)
+	var small [1]byte
+	err := raw.Read(func(fd uintptr) bool {
+		n, _, e := unix.Recvfrom(int(fd), small[:], unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
+		if e == unix.EAGAIN {
+			return false
+		}
+		if e != nil {
+			rerr = e
+			return true
+		}
+		if n == 0 {
+			// A zero-length read is end of stream on SEQPACKET (an empty
+			// datagram cannot be told apart); treat as EOF.
+			eof = true
+			return true
+		}
+		out = make([]byte, n)
+		m, _, e := unix.Recvfrom(int(fd), out, unix.MSG_DONTWAIT)
+		if e != nil {
+			rerr = e
+			return true
+		}
+		out = out[:m]
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	if eof {
+		return nil, nil
+	}
+	return out, nil
+}
