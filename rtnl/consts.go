@@ -77,6 +77,12 @@ const (
 	NLEMU_SETSOCKOPT = 0xFE01
 	NLEMU_BIND       = 0xFE02
 	NLEMU_SOCKERR    = 0xFE03
+	// Administration requests, answered with NLMSG_ERROR (and, for LIST and
+	// STATS, a reply of the same type before it).
+	NLEMU_NETNS_ADD  = 0xFE10
+	NLEMU_NETNS_DEL  = 0xFE11
+	NLEMU_NETNS_LIST = 0xFE12
+	NLEMU_STATS      = 0xFE13
 	// NLEMU_CTRL_MIN..NLEMU_CTRL_MAX are reserved for control messages.
 	NLEMU_CTRL_MIN = 0xFE00
 	NLEMU_CTRL_MAX = 0xFEFF

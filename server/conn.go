@@ -139,6 +139,8 @@ func (c *conn) control(m *rtnl.Message) {
 		if len(d) >= 4 {
 			c.bind(ne.Uint32(d))
 		}
+	case rtnl.NLEMU_NETNS_ADD, rtnl.NLEMU_NETNS_DEL, rtnl.NLEMU_NETNS_LIST, rtnl.NLEMU_STATS:
+		c.admin(m)
 	}
 }
 

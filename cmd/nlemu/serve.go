@@ -1,0 +1,40 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nlemu/nlemu/rtnl"
+	"github.com/nlemu/nlemu/server"
+)
+
+// runServe implements `nlemu serve`.
+func runServe(args []string) int {
+	fs := flag.NewFlagSet("nlemu serve", flag.ContinueOnError)
+	sock := fs.String("socket", "", "Unix socket path (default $NLEMU_SOCKET, else a per-user path)")
+	mode := fs.String("rtnl", "first-ipv4", "when rule changes take RTNL: first-ipv4 (the seed's design) or always")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	m, ok := rtnl.ParseMode(*mode)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "nlemu serve: --rtnl must be first-ipv4 or always, not %q\n", *mode)
+		return 2
+	}
+	path := server.SocketPath(*sock)
+	s := server.New(server.Config{RTNL: m})
+	l, err := s.ListenUnix(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu serve: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "nlemu: serving on %s (rtnl=%s)\n", l.Path(), m)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	s.Close() // closes the listener, which removes the socket file
+	return 0
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"syscall"
+
+	"github.com/nlemu/nlemu/nsmgr"
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// admin answers the administration control messages (docs/PROTOCOL.md).
+// Called with c.mu held.
+func (c *conn) admin(m *rtnl.Message) {
+	name := string(m.Data)
+	if i := strings.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	var err error
+	switch uint16(m.Header.Type) {
+	case rtnl.NLEMU_NETNS_ADD:
+		err = c.srv.nsm.Add(name)
+	case rtnl.NLEMU_NETNS_DEL:
+		err = c.srv.nsm.Del(name)
+	case rtnl.NLEMU_NETNS_LIST:
+		var b []byte
+		for _, n := range c.srv.nsm.List() {
+			b = append(append(b, n...), 0)
+		}
+		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_NETNS_LIST, 0, m.Header.Sequence, c.portid, b), true)
+	case rtnl.NLEMU_STATS:
+		b, _ := json.Marshal(c.srv.Stats())
+		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_STATS, 0, m.Header.Sequence, c.portid, b), true)
+	}
+	var rerr *rtnl.Error
+	if err != nil {
+		errno := syscall.EINVAL
+		switch {
+		case errors.Is(err, nsmgr.ErrExists):
+			errno = syscall.EEXIST
+		case errors.Is(err, nsmgr.ErrNotFound):
+			errno = syscall.ENOENT
+		case errors.Is(err, nsmgr.ErrDefault):
+			errno = syscall.EPERM
+		}
+		rerr = rtnl.Errorf(errno, err.Error())
+	}
+	c.q.push(rtnl.AppendAck(nil, m, c.portid, rerr, rtnl.AckOptions{ExtAck: true, CapAck: true}), true)
+}
+
+// Stats is a snapshot of the server's counters (`nlemu stats --json`).
+type Stats struct {
+	RTNLMode         string            `json:"rtnl_mode"`
+	RTNLAcquisitions uint64            `json:"rtnl_acquisitions"`
+	RTNLWaitS        float64           `json:"rtnl_wait_s"`
+	RTNLHoldS        float64           `json:"rtnl_hold_s"`
+	Namespaces       int               `json:"namespaces"`
+	Sockets          int               `json:"sockets"`
+	Datagrams        uint64            `json:"datagrams"`
+	Messages         map[string]uint64 `json:"messages"`
+	Errors           map[string]uint64 `json:"errors"`
+	Rules            map[string]int    `json:"rules"`
+}
+
+var typeNames = map[int]string{
+	rtnl.RTM_NEWLINK: "RTM_NEWLINK", rtnl.RTM_GETLINK: "RTM_GETLINK", rtnl.RTM_GETADDR: "RTM_GETADDR",
+	rtnl.RTM_GETROUTE: "RTM_GETROUTE", rtnl.RTM_NEWROUTE: "RTM_NEWROUTE", rtnl.RTM_NEWRULE: "RTM_NEWRULE",
+	rtnl.RTM_DELRULE: "RTM_DELRULE", rtnl.RTM_GETRULE: "RTM_GETRULE",
+}
+
+var familyNames = map[uint8]string{rtnl.AF_INET: "inet", rtnl.AF_INET6: "inet6", rtnl.RTNL_FAMILY_IPMR: "ipmr", rtnl.RTNL_FAMILY_IP6MR: "ip6mr"}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	ls := s.rtnlLock.Stats()
+	st := Stats{
+		RTNLMode: s.rcfg.Mode.String(), RTNLAcquisitions: ls.Acquisitions,
+		RTNLWaitS: ls.Wait.Seconds(), RTNLHoldS: ls.Hold.Seconds(),
+		Namespaces: s.nsm.Len(), Datagrams: s.stats.datagrams.Load(),
+		Messages: map[string]uint64{}, Errors: map[string]uint64{}, Rules: map[string]int{},
+	}
+	s.mu.Lock()
+	st.Sockets = len(s.conns)
+	s.mu.Unlock()
+	for t := range s.stats.byType {
+		if n := s.stats.byType[t].Load(); n > 0 {
+			name, ok := typeNames[t]
+			if !ok {
+				name = "type_" + itoa(t)
+			}
+			st.Messages[name] = n
+		}
+	}
+	for e := range s.stats.byErrno {
+		if n := s.stats.byErrno[e].Load(); n > 0 {
+			st.Errors[errnoName(syscall.Errno(e))] = n
+		}
+	}
+	s.nsm.Each(func(ns *nsmgr.Namespace) {
+		for id, name := range familyNames {
+			st.Rules[name] += ns.Rules(id).Len()
+		}
+	})
+	return st
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
+
+var errnoNames = map[syscall.Errno]string{
+	syscall.EPERM: "EPERM", syscall.ENOENT: "ENOENT", syscall.EEXIST: "EEXIST", syscall.EINVAL: "EINVAL",
+	syscall.ERANGE: "ERANGE", syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.EAFNOSUPPORT: "EAFNOSUPPORT",
+	syscall.ENOBUFS: "ENOBUFS", syscall.EBUSY: "EBUSY", syscall.ENODEV: "ENODEV", syscall.ENOMEM: "ENOMEM",
+}
+
+func errnoName(e syscall.Errno) string {
+	if n, ok := errnoNames[e]; ok {
+		return n
+	}
+	return "errno_" + itoa(int(e))
+}
