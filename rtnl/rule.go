@@ -20,7 +20,7 @@ const ruleAttrBase = NLMSG_HDRLEN + RuleHdrLen
 // and calling AppendRule.
 type RuleMsg struct {
 	Family, DstLen, SrcLen, Tos, Table, Res1, Res2, Action uint8
-	Flags                                                   uint32
+	Flags                                                  uint32
 
 	// Present has bit 1<<FRA_x set for each attribute present.
 	Present uint64

@@ -93,7 +93,7 @@ type Options struct {
 	// Namespace names the namespace ("" = "default").
 	Namespace string
 	// PID is a hint for the port id (0: allocate one).
-	PID                                 uint32
+	PID                                    uint32
 	ExtAck, CapAck, StrictCheck, NoENOBUFS bool
 	// Groups is the legacy nl_groups bind mask.
 	Groups uint32
