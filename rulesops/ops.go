@@ -50,6 +50,7 @@ type Ops struct {
 	env Env
 	mu  sync.Mutex // ops->lock; guards writes of cur
 	cur atomic.Pointer[list]
+	dups dupIndex // guarded by mu
 	// custom is fib_has_custom_rules (IPv4) / fib6_has_custom_rules (IPv6):
 	// set by the first successful change and never cleared.
 	custom atomic.Bool
@@ -310,6 +311,17 @@ func (o *Ops) NewRule(m *rtnl.RuleMsg, nlFlags uint16) (*Change, *rtnl.Error) {
 	}
 	nl := l.insert(*r)
 	o.cur.Store(nl)
+	first := nl.lowerBound(r.Pref)
+	group := nl.upperBound(r.Pref) - first
+	o.dups.added(r, group, func(fn func(*Rule)) {
+		nl.From(first, func(i int, e *Rule) bool {
+			if i >= first+group {
+				return false
+			}
+			fn(e)
+			return true
+		})
+	})
 	return &Change{Rule: *r, fam: o.fam, l: nl}, nil
 }
 
@@ -317,6 +329,11 @@ func (o *Ops) NewRule(m *rtnl.RuleMsg, nlFlags uint16) (*Change, *rtnl.Error) {
 // are compared exactly (priority included, so only rules of the same
 // priority can match); family fields only where the request has them.
 func (o *Ops) exists(l *list, r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
+	probe := *r
+	probe.x = x
+	if may, _ := o.dups.mayExist(&probe); !may {
+		return false
+	}
 	found := false
 	l.From(l.lowerBound(r.Pref), func(_ int, e *Rule) bool {
 		if e.Pref != r.Pref {
@@ -384,6 +401,7 @@ func (o *Ops) DelRule(m *rtnl.RuleMsg) (*Change, *rtnl.Error) {
 	}
 	nl := l.remove(idx)
 	o.cur.Store(nl)
+	o.dups.removed(&victim)
 	return &Change{Rule: victim, fam: o.fam, l: nl}, nil
 }
 

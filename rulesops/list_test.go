@@ -1,0 +1,85 @@
+package rulesops
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// refList is the obvious reference: the kernel's linked list as a slice,
+// with fib_newrule()'s "after the last rule whose pref <= new pref".
+type refList []Rule
+
+func (r refList) insert(x Rule) refList {
+	i := 0
+	for i < len(r) && r[i].Pref <= x.Pref {
+		i++
+	}
+	out := append(refList{}, r[:i]...)
+	out = append(out, x)
+	return append(out, r[i:]...)
+}
+
+func (r refList) firstWithPref(p uint32) int {
+	for i := range r {
+		if r[i].Pref == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestListMatchesReference drives the chunked persistent list and the
+// reference with the same random inserts and removals and requires the same
+// order, lookups, and that earlier snapshots never change.
+func TestListMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 20; round++ {
+		l, ref := emptyList, refList{}
+		type snap struct {
+			l   *list
+			ref refList
+		}
+		var snaps []snap
+		id := uint32(0)
+		for op := 0; op < 3000; op++ {
+			if len(ref) > 0 && rng.Intn(4) == 0 {
+				i := rng.Intn(len(ref))
+				l = l.remove(i)
+				ref = append(append(refList{}, ref[:i]...), ref[i+1:]...)
+			} else {
+				id++
+				r := Rule{Pref: uint32(rng.Intn(200)), Table: id}
+				l = l.insert(r)
+				ref = ref.insert(r)
+			}
+			if op%500 == 0 {
+				snaps = append(snaps, snap{l, ref})
+			}
+			if l.Len() != len(ref) {
+				t.Fatalf("len %d, want %d", l.Len(), len(ref))
+			}
+			p := uint32(rng.Intn(200))
+			if got, want := l.FirstWithPref(p), ref.firstWithPref(p); got != want {
+				t.Fatalf("FirstWithPref(%d) = %d, want %d", p, got, want)
+			}
+		}
+		for _, s := range append(snaps, snap{l, ref}) {
+			i := 0
+			s.l.All(func(k int, r *Rule) bool {
+				if k != i || *r != s.ref[i] {
+					t.Fatalf("rule %d = %+v, want %+v", k, *r, s.ref[i])
+				}
+				i++
+				return true
+			})
+			if i != len(s.ref) {
+				t.Fatalf("walked %d rules, want %d", i, len(s.ref))
+			}
+			for k := range s.ref {
+				if *s.l.At(k) != s.ref[k] {
+					t.Fatalf("At(%d) mismatch", k)
+				}
+			}
+		}
+	}
+}
