@@ -173,7 +173,7 @@ func (c *conn) setsockopt(level, name int, v uint32) {
 		}
 	case level == rtnl.SOL_SOCKET && name == rtnl.SO_RCVBUF:
 		// sock_setsockopt(): capped by rmem_max, then doubled.
-		n := int(min(v, defaultRcvbuf))
+		n := min(int(v), rmemMax)
 		c.q.setLimit(max(2*n, 2304))
 	}
 }

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -11,19 +14,38 @@ import (
 // gets ENOBUFS once (netlink_overrun()); dumps only produce their next
 // datagram once the reader has drained it below half (netlink_recvmsg()).
 type queue struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	items  [][]byte // guarded by mu
-	head   int
-	bytes  int           // guarded by mu: bytes queued
-	limit  int           // guarded by mu: receive buffer
-	err    syscall.Errno // guarded by mu: pending socket error
-	noErr  bool          // guarded by mu: NETLINK_NO_ENOBUFS
-	closed bool          // guarded by mu
+	mu    sync.Mutex
+	cond  sync.Cond
+	items [][]byte // guarded by mu
+	head  int
+	bytes int           // guarded by mu: bytes queued
+	limit int           // guarded by mu: receive buffer
+	err   syscall.Errno // guarded by mu: pending socket error
+	noErr bool          // guarded by mu: NETLINK_NO_ENOBUFS
+	// congested is NETLINK_S_CONGESTED: set by an overrun, it drops every
+	// further multicast until the reader has emptied the queue.
+	congested bool // guarded by mu
+	closed    bool // guarded by mu
 }
 
-// defaultRcvbuf is net.core.rmem_default.
-const defaultRcvbuf = 212992
+// defaultRcvbuf is net.core.rmem_default and rmemMax net.core.rmem_max,
+// read from this machine when available.
+var (
+	defaultRcvbuf = sysctlInt("/proc/sys/net/core/rmem_default", 212992)
+	rmemMax       = sysctlInt("/proc/sys/net/core/rmem_max", 212992)
+)
+
+func sysctlInt(path string, def int) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return def
+	}
+	return n
+}
 
 func newQueue() *queue {
 	q := &queue{limit: defaultRcvbuf}
@@ -39,8 +61,10 @@ func (q *queue) push(b []byte, force bool) bool {
 	if q.closed {
 		return false
 	}
-	if !force && q.bytes > q.limit {
-		if !q.noErr {
+	if !force && (q.bytes > q.limit || q.congested) {
+		// netlink_overrun(): ENOBUFS once per congestion episode.
+		if !q.noErr && !q.congested {
+			q.congested = true
 			q.err = syscall.ENOBUFS
 		}
 		q.cond.Signal()
@@ -52,27 +76,29 @@ func (q *queue) push(b []byte, force bool) bool {
 	return true
 }
 
-// pop returns the next datagram, or a pending socket error once the queue
-// is empty, blocking while there is neither. It returns (nil, 0, false)
-// once closed.
+// pop returns a pending socket error first (skb_recv_datagram() checks
+// sk_err before the queue), else the next datagram, blocking while there is
+// neither. It returns (nil, 0, false) once closed.
 func (q *queue) pop(block bool) ([]byte, syscall.Errno, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
+		if q.err != 0 {
+			e := q.err
+			q.err = 0
+			return nil, e, true
+		}
 		if q.head < len(q.items) {
 			b := q.items[q.head]
 			q.items[q.head] = nil
 			q.head++
 			if q.head == len(q.items) {
+				// netlink_rcv_wake(): an empty queue ends congestion.
 				q.items, q.head = q.items[:0], 0
+				q.congested = false
 			}
 			q.bytes -= len(b)
 			return b, 0, true
-		}
-		if q.err != 0 {
-			e := q.err
-			q.err = 0
-			return nil, e, true
 		}
 		if q.closed || !block {
 			return nil, 0, !q.closed

@@ -14,6 +14,10 @@ import (
 	"github.com/nlemu/nlemu/rtnl"
 )
 
+// serverSndbuf is SO_SNDBUF on the server's end of a connection: room for
+// the largest dump datagram plus a little.
+const serverSndbuf = 64 << 10
+
 // Listener is a Unix SOCK_SEQPACKET listener serving the nlemu protocol.
 type Listener struct {
 	s    *Server
@@ -134,6 +138,9 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 		s.forget(c)
 		return
 	}
+	// Keep the kernel's socket buffer small so that this socket's own
+	// receive queue (and its ENOBUFS) decides, not the AF_UNIX buffer.
+	uc.SetWriteBuffer(serverSndbuf)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)

@@ -1,0 +1,1577 @@
+// The build constraint below is for the Go tool only: this file is embedded by
+// preload.go and compiled at run time, never by cgo.
+//
+//go:build ignore
+
+/*
+ * nlemu_preload.c - LD_PRELOAD shim that attaches a program's NETLINK_ROUTE
+ * sockets to an nlemu server instead of the kernel.
+ *
+ * `nlemu exec -n NAME -- CMD` runs CMD with this library preloaded and with
+ *   NLEMU_SOCKET=/abs/path/of/the/server/socket
+ *   NLEMU_NETNS=NAME            (namespace; "default" when unset)
+ * When NLEMU_SOCKET is unset or empty the library passes everything through.
+ *
+ * How it works (the wire protocol is docs/PROTOCOL.md):
+ *  - socket(AF_NETLINK, SOCK_RAW|SOCK_DGRAM [|SOCK_CLOEXEC|SOCK_NONBLOCK],
+ *    NETLINK_ROUTE) creates an AF_UNIX SOCK_SEQPACKET socket instead,
+ *    connects it to $NLEMU_SOCKET and sends HELLO for $NLEMU_NETNS. The
+ *    server answers with the port id. The caller gets that fd: it is a real
+ *    socket, so poll/select/epoll, O_NONBLOCK, fork and SOCK_CLOEXEC work on it
+ *    unchanged, and one SEQPACKET datagram is one netlink datagram.
+ *  - A small table, indexed by fd, remembers what the kernel would know about
+ *    the netlink socket (port id, groups, socket options, buffer sizes). Dups
+ *    share one entry (reference counted); close() of the last fd frees it.
+ *  - bind/getsockname/getpeername/connect/setsockopt/getsockopt are answered
+ *    from that table; options the server needs are forwarded as SETSOCKOPT and
+ *    BIND control datagrams.
+ *  - send paths drop msg_name (the socket is connected) and control data and
+ *    add MSG_NOSIGNAL; receive paths present {AF_NETLINK, nl_pid 0} as the
+ *    sender, tell the server the receive buffer size (NLEMU_RECVLEN), and turn
+ *    a SOCKERR datagram into -1/errno (e.g. ENOBUFS) exactly once. A SOCKERR
+ *    stays queued in the socket until a receive call consumes it, so the socket
+ *    stays readable for poll() while an error is pending (the kernel reports
+ *    POLLERR there; POLLIN is what we can offer).
+ *  - if_nametoindex/if_indextoname/if_nameindex resolve through the emulated
+ *    namespace with RTM_GETLINK on a private connection.
+ * Everything else (other families, other netlink protocols, unknown fds)
+ * goes straight to libc.
+ *
+ * Known limits: only calls that go through libc's dynamic symbols are seen
+ * (not Go programs, static binaries, raw syscalls, or glibc's own internal
+ * netlink use such as getifaddrs()); fds closed behind libc's back (raw
+ * syscalls, fclose of an fdopen'ed socket) leave a stale entry until socket()
+ * hands out that number again; a netlink fd inherited across execve without
+ * SOCK_CLOEXEC is a plain AF_UNIX socket in the new image; received
+ * notifications carry nl_groups 0 and no NETLINK_PKTINFO/SCM_CREDENTIALS
+ * control data (the protocol does not mark them); unicast to other netlink
+ * ports is not supported (destination addresses are ignored); the
+ * recvmmsg() timeout is not emulated; a signal handler that uses an
+ * emulated fd can deadlock if it interrupts this library holding its lock
+ * (calls on ordinary fds never take it).
+ *
+ * Build: cc -shared -fPIC -O2 -o libnlemu_preload.so nlemu_preload.c -ldl -lpthread
+ */
+#define _GNU_SOURCE
+#ifdef _FORTIFY_SOURCE
+#undef _FORTIFY_SOURCE /* we define the __*_chk entry points ourselves */
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* glibc declares the address arguments of the socket calls as transparent
+ * unions in GNU mode; our definitions must use the same types. */
+#if defined(__GLIBC__) && defined(__USE_GNU) && !defined(__cplusplus)
+#define SA_ARG __SOCKADDR_ARG
+#define CSA_ARG __CONST_SOCKADDR_ARG
+#define SA_PTR(a) ((a).__sockaddr__)
+#else
+#define SA_ARG struct sockaddr *
+#define CSA_ARG const struct sockaddr *
+#define SA_PTR(a) (a)
+#endif
+
+/* ---- protocol constants (docs/PROTOCOL.md) ---------------------------- */
+
+#define NLEMU_HELLO 0xFE00
+#define NLEMU_SETSOCKOPT 0xFE01
+#define NLEMU_BIND 0xFE02
+#define NLEMU_SOCKERR 0xFE03
+#define NLEMU_RECVLEN 0xFE00 /* SOL_NETLINK option name */
+#define NLEMU_VERSION 1
+
+#define HELLO_OPT_EXT_ACK (1u << 0)
+#define HELLO_OPT_CAP_ACK (1u << 1)
+#define HELLO_OPT_STRICT (1u << 2)
+#define HELLO_OPT_NO_ENOBUFS (1u << 3)
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* How long the handshake may take before socket() gives up (ms). */
+#define HANDSHAKE_TIMEOUT_MS 10000
+
+/* Size of the SOCKERR datagram: nlmsghdr + i32 errno. */
+#define SOCKERR_LEN (NLMSG_HDRLEN + 4)
+
+/* Groups we track: as many as rtnetlink has (the kernel's nlk->ngroups). */
+#define NL_MAXGROUPS RTNLGRP_MAX
+#define NL_GROUP_WORDS ((NL_MAXGROUPS + 31) / 32)
+
+/* Linux's SOCK_MIN_RCVBUF / SOCK_MIN_SNDBUF (x86-64, 6.x). */
+#define MIN_RCVBUF 2304
+#define MIN_SNDBUF 4608
+
+/* ---- real libc entry points -------------------------------------------- */
+
+static int (*real_socket)(int, int, int);
+static int (*real_bind)(int, CSA_ARG, socklen_t);
+static int (*real_connect)(int, CSA_ARG, socklen_t);
+static int (*real_getsockname)(int, SA_ARG, socklen_t *);
+static int (*real_getpeername)(int, SA_ARG, socklen_t *);
+static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
+static int (*real_getsockopt)(int, int, int, void *, socklen_t *);
+static ssize_t (*real_send)(int, const void *, size_t, int);
+static ssize_t (*real_sendto)(int, const void *, size_t, int, CSA_ARG, socklen_t);
+static ssize_t (*real_sendmsg)(int, const struct msghdr *, int);
+static ssize_t (*real_recv)(int, void *, size_t, int);
+static ssize_t (*real_recvfrom)(int, void *, size_t, int, SA_ARG, socklen_t *);
+static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
+static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+static ssize_t (*real_read)(int, void *, size_t);
+static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_readv)(int, const struct iovec *, int);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
+static ssize_t (*real_read_chk)(int, void *, size_t, size_t);
+static ssize_t (*real_recv_chk)(int, void *, size_t, size_t, int);
+static ssize_t (*real_recvfrom_chk)(int, void *, size_t, size_t, int, SA_ARG, socklen_t *);
+static int (*real_close)(int);
+static int (*real_close_range)(unsigned int, unsigned int, int);
+static void (*real_closefrom)(int);
+static int (*real_dup)(int);
+static int (*real_dup2)(int, int);
+static int (*real_dup3)(int, int, int);
+static int (*real_fcntl)(int, int, ...);
+static int (*real_fcntl64)(int, int, ...);
+static unsigned int (*real_if_nametoindex)(const char *);
+static char *(*real_if_indextoname)(unsigned int, char *);
+static struct if_nameindex *(*real_if_nameindex)(void);
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+
+#define RESOLVE(name) (*(void **)&real_##name = dlsym(RTLD_NEXT, #name))
+
+static void resolve(void)
+{
+	RESOLVE(socket);
+	RESOLVE(bind);
+	RESOLVE(connect);
+	RESOLVE(getsockname);
+	RESOLVE(getpeername);
+	RESOLVE(setsockopt);
+	RESOLVE(getsockopt);
+	RESOLVE(send);
+	RESOLVE(sendto);
+	RESOLVE(sendmsg);
+	RESOLVE(recv);
+	RESOLVE(recvfrom);
+	RESOLVE(recvmsg);
+	RESOLVE(sendmmsg);
+	RESOLVE(recvmmsg);
+	RESOLVE(read);
+	RESOLVE(write);
+	RESOLVE(readv);
+	RESOLVE(writev);
+	*(void **)&real_read_chk = dlsym(RTLD_NEXT, "__read_chk");
+	*(void **)&real_recv_chk = dlsym(RTLD_NEXT, "__recv_chk");
+	*(void **)&real_recvfrom_chk = dlsym(RTLD_NEXT, "__recvfrom_chk");
+	RESOLVE(close);
+	RESOLVE(close_range);
+	RESOLVE(closefrom);
+	RESOLVE(dup);
+	RESOLVE(dup2);
+	RESOLVE(dup3);
+	RESOLVE(fcntl);
+	RESOLVE(fcntl64);
+	if (!real_fcntl64)
+		real_fcntl64 = real_fcntl;
+	RESOLVE(if_nametoindex);
+	RESOLVE(if_indextoname);
+	RESOLVE(if_nameindex);
+}
+
+#define INIT() pthread_once(&resolve_once, resolve)
+
+/* ---- per-socket state and the fd table --------------------------------- */
+
+#define OPT_EXT_ACK (1u << 0)
+#define OPT_CAP_ACK (1u << 1)
+#define OPT_STRICT (1u << 2)
+#define OPT_NO_ENOBUFS (1u << 3)
+#define OPT_PKTINFO (1u << 4)
+#define OPT_BROADCAST_ERROR (1u << 5)
+#define OPT_LISTEN_ALL_NSID (1u << 6)
+
+/* One emulated netlink socket. Shared by every fd that dup()s it. All fields
+ * are guarded by tab_mu. */
+struct nlsock {
+	int refs;                         /* fds in the table + calls in flight */
+	int type;                         /* SOCK_RAW or SOCK_DGRAM (SO_TYPE) */
+	uint32_t portid;                  /* from the server's HELLO reply */
+	uint32_t groups[NL_GROUP_WORDS];  /* bit g-1 set = member of group g */
+	unsigned opts;                    /* OPT_* */
+	int rcvbuf, sndbuf;               /* what getsockopt(SO_*BUF) reports */
+	size_t recvlen;                   /* largest receive size told to the server */
+	int pending_err;                  /* an error recvmmsg() read but could not report yet */
+};
+
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+/* tab[fd] is the socket behind fd. Written under tab_mu; read without it by
+ * maybe_tracked(), so entries, tab and tabcap are accessed atomically and an
+ * outgrown array is never freed (a reader may still hold it; growth doubles,
+ * so the leak is bounded by the final size). */
+static struct nlsock **tab;
+static int tabcap;
+static int ntracked; /* fds in tab */
+
+/* maybe_tracked is the lock-free fast path of every interposed call: false
+ * means fd is certainly not an emulated socket, so calls on ordinary fds
+ * (including write() from a signal handler) never take tab_mu. */
+static int maybe_tracked(int fd)
+{
+	if (fd < 0 || __atomic_load_n(&ntracked, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	int cap = __atomic_load_n(&tabcap, __ATOMIC_ACQUIRE); /* before tab: see track_locked */
+	struct nlsock **t = __atomic_load_n(&tab, __ATOMIC_ACQUIRE);
+	return fd < cap && __atomic_load_n(&t[fd], __ATOMIC_RELAXED) != NULL;
+}
+
+/* entry_locked returns tab[fd] or NULL. Called with tab_mu held. */
+static struct nlsock *entry_locked(int fd)
+{
+	return (fd >= 0 && fd < tabcap) ? tab[fd] : NULL;
+}
+
+/* nl_get returns the socket behind fd with a reference held, or NULL. */
+static struct nlsock *nl_get(int fd)
+{
+	if (!maybe_tracked(fd))
+		return NULL;
+	pthread_mutex_lock(&tab_mu);
+	struct nlsock *s = entry_locked(fd);
+	if (s)
+		s->refs++;
+	pthread_mutex_unlock(&tab_mu);
+	return s;
+}
+
+static void unref_locked(struct nlsock *s)
+{
+	if (--s->refs == 0)
+		free(s);
+}
+
+static void nl_put(struct nlsock *s)
+{
+	pthread_mutex_lock(&tab_mu);
+	unref_locked(s);
+	pthread_mutex_unlock(&tab_mu);
+}
+
+/* untrack_locked forgets fd (it was closed or is about to be reused). */
+static void untrack_locked(int fd)
+{
+	struct nlsock *s = entry_locked(fd);
+	if (s) {
+		__atomic_store_n(&tab[fd], NULL, __ATOMIC_RELAXED);
+		unref_locked(s);
+		__atomic_sub_fetch(&ntracked, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* track_locked makes fd refer to s (replacing whatever stale entry fd had). */
+static int track_locked(int fd, struct nlsock *s)
+{
+	if (fd >= tabcap) {
+		int ncap = tabcap ? tabcap : 64;
+		while (ncap <= fd)
+			ncap *= 2;
+		struct nlsock **nt = calloc((size_t)ncap, sizeof(*nt));
+		if (!nt)
+			return -1;
+		if (tabcap)
+			memcpy(nt, tab, (size_t)tabcap * sizeof(*nt));
+		/* publish the array before the capacity that covers it */
+		__atomic_store_n(&tab, nt, __ATOMIC_RELEASE);
+		__atomic_store_n(&tabcap, ncap, __ATOMIC_RELEASE);
+	}
+	untrack_locked(fd);
+	s->refs++;
+	__atomic_store_n(&tab[fd], s, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ntracked, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* dup_track: after newfd became a duplicate of oldfd, share oldfd's state. */
+static void dup_track(int oldfd, int newfd)
+{
+	if (newfd < 0)
+		return;
+	pthread_mutex_lock(&tab_mu);
+	struct nlsock *s = entry_locked(oldfd);
+	if (s)
+		track_locked(newfd, s);
+	else
+		untrack_locked(newfd);
+	pthread_mutex_unlock(&tab_mu);
+}
+
+/* A forked child inherits the table (per-process memory) and shares the
+ * sockets; make sure it does not inherit a locked mutex. */
+static void atfork_prepare(void) { pthread_mutex_lock(&tab_mu); }
+static void atfork_release(void) { pthread_mutex_unlock(&tab_mu); }
+
+__attribute__((constructor)) static void nlemu_init(void)
+{
+	INIT();
+	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static const char *server_path(void)
+{
+	const char *p = getenv("NLEMU_SOCKET");
+	return (p && *p) ? p : NULL;
+}
+
+static const char *netns_name(void)
+{
+	const char *n = getenv("NLEMU_NETNS");
+	return (n && *n) ? n : "default";
+}
+
+/* say writes one diagnostic line to stderr without touching stdio state. */
+static void say(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	int saved = errno;
+	ssize_t w = real_write(2, buf, (size_t)n);
+	(void)w;
+	errno = saved;
+}
+
+static int read_sysctl(const char *path, int def)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return def;
+	ssize_t n = real_read(fd, buf, sizeof(buf) - 1);
+	real_close(fd);
+	if (n <= 0)
+		return def;
+	buf[n] = 0;
+	long v = strtol(buf, NULL, 10);
+	return v > 0 && v <= INT32_MAX ? (int)v : def;
+}
+
+/* wait_fd polls fd for events, returning 0 when ready, -1/errno otherwise. */
+static int wait_fd(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	for (;;) {
+		int r = poll(&p, 1, timeout_ms);
+		if (r > 0)
+			return 0;
+		if (r == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+/* ctl_send sends one control datagram, waiting if the socket is nonblocking
+ * and momentarily full. */
+static int ctl_send(int fd, uint16_t type, const void *payload, size_t plen)
+{
+	unsigned char buf[NLMSG_HDRLEN + 16];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	if (plen > sizeof(buf) - NLMSG_HDRLEN) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(buf, 0, sizeof(buf));
+	h->nlmsg_len = (uint32_t)(NLMSG_HDRLEN + plen);
+	h->nlmsg_type = type;
+	memcpy(buf + NLMSG_HDRLEN, payload, plen);
+	for (;;) {
+		ssize_t n = real_send(fd, buf, h->nlmsg_len, MSG_NOSIGNAL);
+		if (n >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		if (wait_fd(fd, POLLOUT, -1) < 0)
+			return -1;
+	}
+}
+
+static int send_setsockopt(int fd, uint32_t level, uint32_t name, uint32_t value)
+{
+	uint32_t p[3] = {level, name, value};
+	return ctl_send(fd, NLEMU_SETSOCKOPT, p, sizeof(p));
+}
+
+static int send_bind(int fd, uint32_t groups)
+{
+	return ctl_send(fd, NLEMU_BIND, &groups, sizeof(groups));
+}
+
+/* extack_msg finds NLMSGERR_ATTR_MSG in an NLMSG_ERROR message, or NULL. */
+static const char *extack_msg(const unsigned char *msg, size_t len)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)msg;
+	if (len < NLMSG_HDRLEN + sizeof(struct nlmsgerr) || !(h->nlmsg_flags & NLM_F_ACK_TLVS))
+		return NULL;
+	const struct nlmsgerr *e = (const struct nlmsgerr *)(msg + NLMSG_HDRLEN);
+	size_t off = NLMSG_HDRLEN + sizeof(int);
+	off += (h->nlmsg_flags & NLM_F_CAPPED) ? NLMSG_HDRLEN : NLMSG_ALIGN(e->msg.nlmsg_len);
+	size_t end = h->nlmsg_len < len ? h->nlmsg_len : len;
+	while (off + NLA_HDRLEN <= end) {
+		const struct nlattr *a = (const struct nlattr *)(msg + off);
+		if (a->nla_len < NLA_HDRLEN || off + a->nla_len > end)
+			break;
+		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG && a->nla_len > NLA_HDRLEN &&
+		    msg[off + a->nla_len - 1] == 0)
+			return (const char *)(msg + off + NLA_HDRLEN);
+		off += NLA_ALIGN(a->nla_len);
+	}
+	return NULL;
+}
+
+/* server_open connects to the server and completes HELLO for the namespace
+ * in $NLEMU_NETNS. On success it returns the fd and stores the port id. On
+ * failure it prints one line on stderr and returns -1 with errno set:
+ * ECONNREFUSED when the server cannot be reached, ENOENT for an unknown
+ * namespace, EPROTO for a broken handshake. cloexec is SOCK_CLOEXEC or 0. */
+static int server_open(int cloexec, uint32_t *portid)
+{
+	const char *path = server_path();
+	const char *ns = netns_name();
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	size_t plen = strlen(path);
+	if (plen >= sizeof(sun.sun_path)) {
+		say("nlemu: cannot reach the nlemu server at %s: socket path too long\n", path);
+		errno = ECONNREFUSED;
+		return -1;
+	}
+	memcpy(sun.sun_path, path, plen + 1);
+
+	int fd = real_socket(AF_UNIX, SOCK_SEQPACKET | cloexec, 0);
+	if (fd < 0)
+		return -1;
+	int r;
+	do
+		r = real_connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		say("nlemu: cannot reach the nlemu server at %s: %s\n", path, strerror(errno));
+		real_close(fd);
+		errno = ECONNREFUSED;
+		return -1;
+	}
+
+	/* HELLO: u32 version, u32 pid, u32 options, u32 groups, name\0 */
+	size_t nlen = strlen(ns) + 1;
+	size_t hlen = NLMSG_HDRLEN + 16 + nlen;
+	unsigned char *hello = calloc(1, hlen);
+	if (!hello) {
+		real_close(fd);
+		errno = ENOMEM;
+		return -1;
+	}
+	struct nlmsghdr *h = (struct nlmsghdr *)hello;
+	h->nlmsg_len = (uint32_t)hlen;
+	h->nlmsg_type = NLEMU_HELLO;
+	uint32_t fields[4] = {NLEMU_VERSION, (uint32_t)getpid(), 0, 0};
+	memcpy(hello + NLMSG_HDRLEN, fields, sizeof(fields));
+	memcpy(hello + NLMSG_HDRLEN + 16, ns, nlen);
+	ssize_t n = real_send(fd, hello, hlen, MSG_NOSIGNAL);
+	free(hello);
+	if (n != (ssize_t)hlen) {
+		say("nlemu: cannot reach the nlemu server at %s: %s\n", path,
+		    n < 0 ? strerror(errno) : "short write");
+		real_close(fd);
+		errno = ECONNREFUSED;
+		return -1;
+	}
+
+	unsigned char rep[4096];
+	do {
+		if (wait_fd(fd, POLLIN, HANDSHAKE_TIMEOUT_MS) < 0) {
+			n = -1;
+			break;
+		}
+		n = real_recv(fd, rep, sizeof(rep), 0);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 || (size_t)n < NLMSG_HDRLEN + 4) {
+		say("nlemu: no HELLO from the nlemu server at %s: %s\n", path,
+		    n < 0 ? strerror(errno) : "connection closed");
+		real_close(fd);
+		errno = ECONNREFUSED;
+		return -1;
+	}
+	const struct nlmsghdr *rh = (const struct nlmsghdr *)rep;
+	if (rh->nlmsg_type == NLEMU_HELLO && n >= (ssize_t)(NLMSG_HDRLEN + 8)) {
+		memcpy(portid, rep + NLMSG_HDRLEN + 4, 4);
+		return fd;
+	}
+	int err = EPROTO;
+	if (rh->nlmsg_type == NLMSG_ERROR) {
+		int e;
+		memcpy(&e, rep + NLMSG_HDRLEN, sizeof(e));
+		if (e < 0)
+			err = -e;
+		const char *m = extack_msg(rep, (size_t)n);
+		if (err == ENOENT)
+			say("nlemu: namespace \"%s\" does not exist on the nlemu server at %s\n", ns, path);
+		else
+			say("nlemu: the nlemu server at %s refused namespace \"%s\": %s\n", path, ns,
+			    m ? m : strerror(err));
+	} else {
+		say("nlemu: bad HELLO reply from the nlemu server at %s\n", path);
+	}
+	real_close(fd);
+	errno = err;
+	return -1;
+}
+
+/* ---- socket() ---------------------------------------------------------- */
+
+EXPORT int socket(int domain, int type, int protocol)
+{
+	INIT();
+	int base = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (domain != AF_NETLINK || protocol != NETLINK_ROUTE ||
+	    (base != SOCK_RAW && base != SOCK_DGRAM) || !server_path()) {
+		int fd = real_socket(domain, type, protocol);
+		if (maybe_tracked(fd)) {
+			/* fd was closed behind our back: forget the stale entry */
+			pthread_mutex_lock(&tab_mu);
+			untrack_locked(fd);
+			pthread_mutex_unlock(&tab_mu);
+		}
+		return fd;
+	}
+
+	struct nlsock *s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	uint32_t portid = 0;
+	int fd = server_open(type & SOCK_CLOEXEC, &portid);
+	if (fd < 0) {
+		int e = errno;
+		free(s);
+		errno = e;
+		return -1;
+	}
+	if (type & SOCK_NONBLOCK) {
+		int fl = real_fcntl(fd, F_GETFL);
+		real_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	s->type = base;
+	s->portid = portid;
+	s->rcvbuf = read_sysctl("/proc/sys/net/core/rmem_default", 212992);
+	s->sndbuf = read_sysctl("/proc/sys/net/core/wmem_default", 212992);
+	pthread_mutex_lock(&tab_mu);
+	int r = track_locked(fd, s);
+	pthread_mutex_unlock(&tab_mu);
+	if (r < 0) {
+		real_close(fd);
+		free(s);
+		errno = ENOBUFS;
+		return -1;
+	}
+	return fd;
+}
+
+/* ---- addresses -------------------------------------------------------- */
+
+static void put_nladdr(SA_ARG addr, socklen_t *len, uint32_t pid, uint32_t groups)
+{
+	struct sockaddr *sa = SA_PTR(addr);
+	if (!sa || !len)
+		return;
+	struct sockaddr_nl nl = {.nl_family = AF_NETLINK, .nl_pid = pid, .nl_groups = groups};
+	size_t n = *len < sizeof(nl) ? *len : sizeof(nl);
+	memcpy(sa, &nl, n);
+	*len = sizeof(nl);
+}
+
+EXPORT int bind(int fd, CSA_ARG addr, socklen_t len)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_bind(fd, addr, len);
+	/* as netlink_bind: a full sockaddr_nl of family AF_NETLINK. nl_pid is
+	 * ignored: the server assigned the port id at HELLO. */
+	const struct sockaddr_nl *nl = (const struct sockaddr_nl *)SA_PTR(addr);
+	int ret = -1;
+	if (!nl || len < sizeof(struct sockaddr_nl) || nl->nl_family != AF_NETLINK) {
+		errno = EINVAL;
+	} else if (send_bind(fd, nl->nl_groups) == 0) {
+		pthread_mutex_lock(&tab_mu);
+		s->groups[0] = nl->nl_groups;
+		pthread_mutex_unlock(&tab_mu);
+		ret = 0;
+	}
+	nl_put(s);
+	return ret;
+}
+
+EXPORT int connect(int fd, CSA_ARG addr, socklen_t len)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_connect(fd, addr, len);
+	/* as netlink_connect: AF_UNSPEC disconnects, AF_NETLINK sets the default
+	 * destination. Only the kernel (nl_pid 0) is reachable here, so both are
+	 * accepted and change nothing. */
+	const struct sockaddr *sa = SA_PTR(addr);
+	int ret = 0;
+	if (!sa || len < sizeof(sa->sa_family) ||
+	    (sa->sa_family != AF_UNSPEC &&
+	     (sa->sa_family != AF_NETLINK || len < sizeof(struct sockaddr_nl)))) {
+		errno = EINVAL;
+		ret = -1;
+	}
+	nl_put(s);
+	return ret;
+}
+
+EXPORT int getsockname(int fd, SA_ARG addr, socklen_t *len)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_getsockname(fd, addr, len);
+	pthread_mutex_lock(&tab_mu);
+	uint32_t pid = s->portid, groups = s->groups[0];
+	unref_locked(s);
+	pthread_mutex_unlock(&tab_mu);
+	put_nladdr(addr, len, pid, groups);
+	return 0;
+}
+
+EXPORT int getpeername(int fd, SA_ARG addr, socklen_t *len)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_getpeername(fd, addr, len);
+	nl_put(s);
+	put_nladdr(addr, len, 0, 0);
+	return 0;
+}
+
+/* ---- socket options ---------------------------------------------------- */
+
+static unsigned flag_opt(int name)
+{
+	switch (name) {
+	case NETLINK_PKTINFO: return OPT_PKTINFO;
+	case NETLINK_BROADCAST_ERROR: return OPT_BROADCAST_ERROR;
+	case NETLINK_NO_ENOBUFS: return OPT_NO_ENOBUFS;
+	case NETLINK_LISTEN_ALL_NSID: return OPT_LISTEN_ALL_NSID;
+	case NETLINK_CAP_ACK: return OPT_CAP_ACK;
+	case NETLINK_EXT_ACK: return OPT_EXT_ACK;
+	case NETLINK_GET_STRICT_CHK: return OPT_STRICT;
+	}
+	return 0;
+}
+
+/* buf_size mirrors sock_setsockopt(SO_RCVBUF/SO_SNDBUF): capped by the
+ * sysctl maximum unless forced, doubled, and at least the minimum. */
+static int buf_size(int val, int force, const char *maxpath, int min)
+{
+	if (!force) {
+		int max = read_sysctl(maxpath, 212992);
+		if ((unsigned)val > (unsigned)max)
+			val = max;
+	}
+	if (val < 0)
+		val = 0;
+	if (val > INT32_MAX / 2)
+		val = INT32_MAX / 2;
+	val *= 2;
+	return val < min ? min : val;
+}
+
+static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const void *optval,
+			 socklen_t optlen)
+{
+	int val = 0;
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_RCVBUF:
+		case SO_RCVBUFFORCE:
+			if (optlen < sizeof(int) || !optval) {
+				errno = EINVAL;
+				return -1;
+			}
+			memcpy(&val, optval, sizeof(val));
+			/* The server queues our datagrams; the size of the real
+			 * AF_UNIX receive queue is not the netlink one, so this
+			 * goes to the server only. */
+			if (send_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, (uint32_t)val) < 0)
+				return -1;
+			pthread_mutex_lock(&tab_mu);
+			s->rcvbuf = buf_size(val, name == SO_RCVBUFFORCE,
+					     "/proc/sys/net/core/rmem_max", MIN_RCVBUF);
+			pthread_mutex_unlock(&tab_mu);
+			return 0;
+		case SO_SNDBUF:
+		case SO_SNDBUFFORCE:
+			if (optlen < sizeof(int) || !optval) {
+				errno = EINVAL;
+				return -1;
+			}
+			memcpy(&val, optval, sizeof(val));
+			/* Our datagrams travel through the real socket: its send
+			 * buffer bounds them as netlink's does. */
+			real_setsockopt(fd, SOL_SOCKET, SO_SNDBUF, optval, optlen);
+			pthread_mutex_lock(&tab_mu);
+			s->sndbuf = buf_size(val, name == SO_SNDBUFFORCE,
+					     "/proc/sys/net/core/wmem_max", MIN_SNDBUF);
+			pthread_mutex_unlock(&tab_mu);
+			return 0;
+		}
+		return real_setsockopt(fd, level, name, optval, optlen);
+	}
+	if (level != SOL_NETLINK) {
+		errno = ENOPROTOOPT;
+		return -1;
+	}
+	/* as netlink_setsockopt: a short optlen reads as 0 */
+	if (optlen >= sizeof(int) && optval)
+		memcpy(&val, optval, sizeof(val));
+	unsigned bit = flag_opt(name);
+	if (bit) {
+		if (send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, val ? 1 : 0) < 0)
+			return -1;
+		pthread_mutex_lock(&tab_mu);
+		if (val)
+			s->opts |= bit;
+		else
+			s->opts &= ~bit;
+		pthread_mutex_unlock(&tab_mu);
+		return 0;
+	}
+	if (name == NETLINK_ADD_MEMBERSHIP || name == NETLINK_DROP_MEMBERSHIP) {
+		unsigned g = (unsigned)val;
+		if (g == 0 || g - 1 >= NL_MAXGROUPS) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, g) < 0)
+			return -1;
+		pthread_mutex_lock(&tab_mu);
+		if (name == NETLINK_ADD_MEMBERSHIP)
+			s->groups[(g - 1) / 32] |= 1u << ((g - 1) % 32);
+		else
+			s->groups[(g - 1) / 32] &= ~(1u << ((g - 1) % 32));
+		pthread_mutex_unlock(&tab_mu);
+		return 0;
+	}
+	errno = ENOPROTOOPT;
+	return -1;
+}
+
+EXPORT int setsockopt(int fd, int level, int name, const void *optval, socklen_t optlen)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_setsockopt(fd, level, name, optval, optlen);
+	int ret = nl_setsockopt(s, fd, level, name, optval, optlen);
+	nl_put(s);
+	return ret;
+}
+
+static int put_int(void *optval, socklen_t *optlen, int v)
+{
+	if (!optval || !optlen || *optlen < sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(optval, &v, sizeof(v));
+	*optlen = sizeof(int);
+	return 0;
+}
+
+/* take_sockerr consumes a SOCKERR datagram at the head of the queue without
+ * blocking; it returns its errno, or 0 when none is queued. */
+static int take_sockerr(int fd)
+{
+	unsigned char hdr[SOCKERR_LEN];
+	ssize_t n = real_recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	const struct nlmsghdr *h = (const struct nlmsghdr *)hdr;
+	if (n != SOCKERR_LEN || h->nlmsg_type != NLEMU_SOCKERR)
+		return 0;
+	int e;
+	memcpy(&e, hdr + NLMSG_HDRLEN, sizeof(e));
+	real_recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT);
+	return e > 0 ? e : ENOBUFS;
+}
+
+static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *optval,
+			 socklen_t *optlen)
+{
+	pthread_mutex_lock(&tab_mu);
+	struct nlsock c = *s; /* a consistent copy */
+	pthread_mutex_unlock(&tab_mu);
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_RCVBUF: return put_int(optval, optlen, c.rcvbuf);
+		case SO_SNDBUF: return put_int(optval, optlen, c.sndbuf);
+		case SO_TYPE: return put_int(optval, optlen, c.type);
+		case SO_DOMAIN: return put_int(optval, optlen, AF_NETLINK);
+		case SO_PROTOCOL: return put_int(optval, optlen, NETLINK_ROUTE);
+		case SO_ERROR: {
+			int e = take_sockerr(fd);
+			if (e)
+				return put_int(optval, optlen, e);
+			break;
+		}
+		}
+		return real_getsockopt(fd, level, name, optval, optlen);
+	}
+	if (level != SOL_NETLINK) {
+		errno = ENOPROTOOPT;
+		return -1;
+	}
+	unsigned bit = flag_opt(name);
+	if (bit)
+		return put_int(optval, optlen, (c.opts & bit) ? 1 : 0);
+	if (name == NETLINK_LIST_MEMBERSHIPS) {
+		/* as netlink_getsockopt: as many u32 words as fit, and the
+		 * length the whole bitmap needs */
+		if (!optlen) {
+			errno = EFAULT;
+			return -1;
+		}
+		socklen_t need = (NL_MAXGROUPS + 31) / 32 * 4;
+		for (socklen_t pos = 0; pos < need && pos + 4 <= *optlen; pos += 4)
+			memcpy((char *)optval + pos, &c.groups[pos / 4], 4);
+		*optlen = need;
+		return 0;
+	}
+	errno = ENOPROTOOPT;
+	return -1;
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *optval, socklen_t *optlen)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_getsockopt(fd, level, name, optval, optlen);
+	int ret = nl_getsockopt(s, fd, level, name, optval, optlen);
+	nl_put(s);
+	return ret;
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+static ssize_t nl_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (flags & MSG_OOB) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	if (msg->msg_name && msg->msg_namelen) {
+		/* as netlink_sendmsg: the destination must be a sockaddr_nl.
+		 * Only the kernel (the server) is reachable; other ports and
+		 * groups are not emulated, so the address is otherwise ignored. */
+		const struct sockaddr_nl *nl = msg->msg_name;
+		if (msg->msg_namelen < sizeof(*nl) || nl->nl_family != AF_NETLINK) {
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	/* An empty netlink datagram is a no-op for the kernel, but an empty
+	 * SEQPACKET datagram reads as end of stream: do not send it. */
+	size_t total = 0;
+	for (size_t i = 0; i < msg->msg_iovlen; i++)
+		total += msg->msg_iov[i].iov_len;
+	if (total == 0)
+		return 0;
+	struct msghdr m = {.msg_iov = msg->msg_iov, .msg_iovlen = msg->msg_iovlen};
+	return real_sendmsg(fd, &m, (flags & MSG_DONTWAIT) | MSG_NOSIGNAL);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_sendmsg(fd, msg, flags);
+	ssize_t n = nl_sendmsg(fd, msg, flags);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, CSA_ARG addr,
+		      socklen_t alen)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_sendto(fd, buf, len, flags, addr, alen);
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr m = {.msg_name = (void *)SA_PTR(addr), .msg_namelen = alen,
+			   .msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n = nl_sendmsg(fd, &m, flags);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_send(fd, buf, len, flags);
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n = nl_sendmsg(fd, &m, flags);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_write(fd, buf, len);
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n = nl_sendmsg(fd, &m, 0);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_writev(fd, iov, iovcnt);
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	ssize_t n = nl_sendmsg(fd, &m, 0);
+	nl_put(s);
+	return n;
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+/* tell_recvlen lets the server size dump datagrams for a receive buffer of
+ * cap bytes, the first time and whenever a larger buffer shows up (the
+ * kernel tracks the same thing as nlk->max_recvmsg_len). */
+static void tell_recvlen(struct nlsock *s, int fd, size_t cap)
+{
+	pthread_mutex_lock(&tab_mu);
+	int larger = cap > s->recvlen;
+	pthread_mutex_unlock(&tab_mu);
+	if (!larger)
+		return;
+	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_RECVLEN,
+			    cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap) < 0)
+		return;
+	pthread_mutex_lock(&tab_mu);
+	if (cap > s->recvlen)
+		s->recvlen = cap;
+	pthread_mutex_unlock(&tab_mu);
+}
+
+static int is_sockerr(const void *buf, ssize_t n, int *err)
+{
+	const struct nlmsghdr *h = buf;
+	if (n != SOCKERR_LEN || h->nlmsg_type != NLEMU_SOCKERR || h->nlmsg_len != SOCKERR_LEN)
+		return 0;
+	int e;
+	memcpy(&e, (const char *)buf + NLMSG_HDRLEN, sizeof(e));
+	*err = e > 0 ? e : ENOBUFS;
+	return 1;
+}
+
+static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flags)
+{
+	if (flags & MSG_OOB) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	pthread_mutex_lock(&tab_mu);
+	int pending = s->pending_err;
+	s->pending_err = 0;
+	pthread_mutex_unlock(&tab_mu);
+	if (pending) {
+		errno = pending;
+		return -1;
+	}
+	size_t cap = 0;
+	for (size_t i = 0; i < msg->msg_iovlen; i++)
+		cap += msg->msg_iov[i].iov_len;
+	tell_recvlen(s, fd, cap);
+
+	int sysflags = flags & (MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	struct msghdr m = {.msg_iov = msg->msg_iov, .msg_iovlen = msg->msg_iovlen};
+	ssize_t n;
+	int err;
+	if (!(flags & MSG_PEEK) && msg->msg_iovlen > 0 && msg->msg_iov[0].iov_len >= SOCKERR_LEN) {
+		/* Fast path: receive directly; a SOCKERR fits in the first
+		 * iovec, is consumed by this call and becomes the error. */
+		n = real_recvmsg(fd, &m, sysflags);
+		if (n < 0)
+			return -1;
+		if (is_sockerr(msg->msg_iov[0].iov_base, n, &err)) {
+			errno = err;
+			return -1;
+		}
+	} else {
+		/* Peek at the head first (waiting for it as the caller would),
+		 * so a SOCKERR is reported and consumed rather than peeked at
+		 * or split over small buffers. */
+		unsigned char hdr[SOCKERR_LEN];
+		n = real_recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_TRUNC | (flags & MSG_DONTWAIT));
+		if (n < 0)
+			return -1;
+		if (is_sockerr(hdr, n, &err)) {
+			real_recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT);
+			errno = err;
+			return -1;
+		}
+		if ((flags & MSG_PEEK) && cap == 0) {
+			/* iproute2's sizing peek: the answer is already here */
+			m.msg_flags = n > 0 ? MSG_TRUNC : 0;
+			if (!(flags & MSG_TRUNC))
+				n = 0;
+		} else {
+			n = real_recvmsg(fd, &m, sysflags);
+			if (n < 0)
+				return -1;
+		}
+	}
+	/* Everything comes from the kernel: nl_pid 0, nl_groups 0. */
+	if (msg->msg_name) {
+		socklen_t len = msg->msg_namelen;
+		put_nladdr((struct sockaddr *)msg->msg_name, &len, 0, 0);
+		msg->msg_namelen = len;
+	} else {
+		msg->msg_namelen = 0;
+	}
+	msg->msg_controllen = 0;
+	msg->msg_flags = m.msg_flags & MSG_TRUNC;
+	return n;
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_recvmsg(fd, msg, flags);
+	ssize_t n = nl_recvmsg(s, fd, msg, flags);
+	nl_put(s);
+	return n;
+}
+
+static ssize_t nl_recvfrom(struct nlsock *s, int fd, void *buf, size_t len, int flags,
+			   struct sockaddr *addr, socklen_t *alen)
+{
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct sockaddr_nl nl;
+	struct msghdr m = {.msg_name = &nl, .msg_namelen = sizeof(nl), .msg_iov = &iov,
+			   .msg_iovlen = 1};
+	ssize_t n = nl_recvmsg(s, fd, &m, flags);
+	if (n >= 0 && addr && alen)
+		put_nladdr(addr, alen, 0, 0);
+	return n;
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, SA_ARG addr, socklen_t *alen)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_recvfrom(fd, buf, len, flags, addr, alen);
+	ssize_t n = nl_recvfrom(s, fd, buf, len, flags, SA_PTR(addr), alen);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_recv(fd, buf, len, flags);
+	ssize_t n = nl_recvfrom(s, fd, buf, len, flags, NULL, NULL);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_read(fd, buf, len);
+	ssize_t n = nl_recvfrom(s, fd, buf, len, 0, NULL, NULL);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_readv(fd, iov, iovcnt);
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	ssize_t n = nl_recvmsg(s, fd, &m, 0);
+	nl_put(s);
+	return n;
+}
+
+/* recvmmsg: one nl_recvmsg per entry; after the first, only what is already
+ * queued (MSG_WAITFORONE) or everything asked for. As in the kernel, an error
+ * after at least one datagram is kept for the next receive call. The timeout
+ * is not emulated. */
+EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *tmo)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_recvmmsg(fd, vec, vlen, flags, tmo);
+	unsigned int i;
+	for (i = 0; i < vlen; i++) {
+		int f = flags & ~MSG_WAITFORONE;
+		if (i > 0 && (flags & MSG_WAITFORONE))
+			f |= MSG_DONTWAIT;
+		ssize_t n = nl_recvmsg(s, fd, &vec[i].msg_hdr, f);
+		if (n < 0) {
+			if (i > 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+				pthread_mutex_lock(&tab_mu);
+				s->pending_err = errno;
+				pthread_mutex_unlock(&tab_mu);
+			}
+			break;
+		}
+		vec[i].msg_len = (unsigned int)n;
+	}
+	nl_put(s);
+	return i > 0 ? (int)i : -1;
+}
+
+EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	INIT();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_sendmmsg(fd, vec, vlen, flags);
+	unsigned int i;
+	for (i = 0; i < vlen; i++) {
+		ssize_t n = nl_sendmsg(fd, &vec[i].msg_hdr, flags);
+		if (n < 0)
+			break;
+		vec[i].msg_len = (unsigned int)n;
+	}
+	nl_put(s);
+	return (i > 0 || vlen == 0) ? (int)i : -1;
+}
+
+/* _FORTIFY_SOURCE builds call these instead of read/recv/recvfrom. */
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	INIT();
+	if (len > buflen)
+		__chk_fail();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_read_chk ? real_read_chk(fd, buf, len, buflen) : real_read(fd, buf, len);
+	ssize_t n = nl_recvfrom(s, fd, buf, len, 0, NULL, NULL);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	INIT();
+	if (len > buflen)
+		__chk_fail();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_recv(fd, buf, len, flags);
+	ssize_t n = nl_recvfrom(s, fd, buf, len, flags, NULL, NULL);
+	nl_put(s);
+	return n;
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			      SA_ARG addr, socklen_t *alen)
+{
+	INIT();
+	if (len > buflen)
+		__chk_fail();
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return real_recvfrom(fd, buf, len, flags, addr, alen);
+	ssize_t n = nl_recvfrom(s, fd, buf, len, flags, SA_PTR(addr), alen);
+	nl_put(s);
+	return n;
+}
+
+/* ---- descriptors: close, dup, fcntl ----------------------------------- */
+
+EXPORT int close(int fd)
+{
+	INIT();
+	if (maybe_tracked(fd)) {
+		pthread_mutex_lock(&tab_mu);
+		untrack_locked(fd);
+		pthread_mutex_unlock(&tab_mu);
+	}
+	return real_close(fd);
+}
+
+EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	INIT();
+	if (!real_close_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real_close_range(first, last, flags);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&ntracked, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&tab_mu);
+		for (unsigned fd = first; fd <= last && fd < (unsigned)tabcap; fd++)
+			untrack_locked((int)fd);
+		pthread_mutex_unlock(&tab_mu);
+	}
+	return r;
+}
+
+EXPORT void closefrom(int lowfd)
+{
+	INIT();
+	if (__atomic_load_n(&ntracked, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&tab_mu);
+		for (int fd = lowfd < 0 ? 0 : lowfd; fd < tabcap; fd++)
+			untrack_locked(fd);
+		pthread_mutex_unlock(&tab_mu);
+	}
+	if (real_closefrom)
+		real_closefrom(lowfd);
+}
+
+EXPORT int dup(int oldfd)
+{
+	INIT();
+	int fd = real_dup(oldfd);
+	if (fd >= 0 && (maybe_tracked(oldfd) || maybe_tracked(fd)))
+		dup_track(oldfd, fd);
+	return fd;
+}
+
+/* dup2 and dup3 run under the table lock so that the implicit close of
+ * newfd and the new sharing are one step for other threads. */
+EXPORT int dup2(int oldfd, int newfd)
+{
+	INIT();
+	if (!maybe_tracked(oldfd) && !maybe_tracked(newfd))
+		return real_dup2(oldfd, newfd);
+	pthread_mutex_lock(&tab_mu);
+	int fd = real_dup2(oldfd, newfd);
+	if (fd >= 0 && oldfd != newfd) {
+		struct nlsock *s = entry_locked(oldfd);
+		if (s)
+			track_locked(fd, s);
+		else
+			untrack_locked(fd);
+	}
+	pthread_mutex_unlock(&tab_mu);
+	return fd;
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	INIT();
+	if (!maybe_tracked(oldfd) && !maybe_tracked(newfd))
+		return real_dup3(oldfd, newfd, flags);
+	pthread_mutex_lock(&tab_mu);
+	int fd = real_dup3(oldfd, newfd, flags);
+	if (fd >= 0) {
+		struct nlsock *s = entry_locked(oldfd);
+		if (s)
+			track_locked(fd, s);
+		else
+			untrack_locked(fd);
+	}
+	pthread_mutex_unlock(&tab_mu);
+	return fd;
+}
+
+static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
+{
+	int r = real(fd, cmd, arg);
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 &&
+	    (maybe_tracked(fd) || maybe_tracked(r)))
+		dup_track(fd, r);
+	return r;
+}
+
+/* fcntl is variadic; its third argument is an int, a long or a pointer, all
+ * passed in one register on the ABIs glibc supports, so it is forwarded as a
+ * pointer-sized value. */
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	INIT();
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(real_fcntl, fd, cmd, arg);
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	INIT();
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(real_fcntl64, fd, cmd, arg);
+}
+
+/* ---- interface names through the emulated namespace --------------------- */
+
+/* link_query sends one RTM_GETLINK (by name, by index, or a dump when both
+ * are empty) on a private connection and calls fn for every RTM_NEWLINK in
+ * the answer. It returns 0, or an errno (the NLMSG_ERROR's, e.g. ENODEV). */
+static int link_query(const char *name, unsigned index,
+		      void (*fn)(void *ctx, unsigned index, const char *name), void *ctx)
+{
+	uint32_t portid;
+	int fd = server_open(SOCK_CLOEXEC, &portid);
+	if (fd < 0)
+		return errno;
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg ifi;
+		char attrs[NLA_HDRLEN + NLA_ALIGN(IFNAMSIZ)];
+	} req;
+	memset(&req, 0, sizeof(req));
+	int dump = !name && !index;
+	req.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.h.nlmsg_type = RTM_GETLINK;
+	req.h.nlmsg_flags = NLM_F_REQUEST | (dump ? NLM_F_DUMP : 0);
+	req.h.nlmsg_seq = 1;
+	req.ifi.ifi_family = AF_UNSPEC;
+	req.ifi.ifi_index = (int)index;
+	if (name) {
+		struct nlattr *a = (struct nlattr *)((char *)&req + NLMSG_ALIGN(req.h.nlmsg_len));
+		size_t l = strlen(name) + 1;
+		a->nla_type = IFLA_IFNAME;
+		a->nla_len = (uint16_t)(NLA_HDRLEN + l);
+		memcpy((char *)a + NLA_HDRLEN, name, l);
+		req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + NLA_ALIGN(a->nla_len);
+	}
+	int err = 0;
+	size_t bufsz = 32768;
+	unsigned char *buf = malloc(bufsz);
+	if (!buf) {
+		err = ENOMEM;
+		goto out;
+	}
+	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_RECVLEN, (uint32_t)bufsz) < 0 ||
+	    real_send(fd, &req, req.h.nlmsg_len, MSG_NOSIGNAL) < 0) {
+		err = errno;
+		free(buf);
+		goto out;
+	}
+	for (int done = 0; !done;) {
+		if (wait_fd(fd, POLLIN, HANDSHAKE_TIMEOUT_MS) < 0) {
+			err = errno;
+			break;
+		}
+		ssize_t n = real_recv(fd, buf, bufsz, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : ECONNRESET;
+			break;
+		}
+		size_t left = (size_t)n;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left);
+		     h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_DONE) {
+				done = 1;
+				break;
+			}
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+				err = (h->nlmsg_len >= NLMSG_LENGTH(sizeof(int)) && e->error < 0) ? -e->error : 0;
+				done = 1;
+				break;
+			}
+			if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+				continue;
+			const struct ifinfomsg *ifi = NLMSG_DATA(h);
+			const char *ifname = NULL;
+			int alen = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*ifi));
+			for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+				if (a->rta_type == IFLA_IFNAME && RTA_PAYLOAD(a) > 0 &&
+				    ((const char *)RTA_DATA(a))[RTA_PAYLOAD(a) - 1] == 0)
+					ifname = RTA_DATA(a);
+			}
+			fn(ctx, (unsigned)ifi->ifi_index, ifname);
+			if (!(h->nlmsg_flags & NLM_F_MULTI))
+				done = 1;
+		}
+	}
+	free(buf);
+out:
+	real_close(fd);
+	return err;
+}
+
+struct one_link {
+	unsigned index;
+	char name[IFNAMSIZ];
+	int found;
+};
+
+static void keep_one(void *ctx, unsigned index, const char *name)
+{
+	struct one_link *l = ctx;
+	if (l->found)
+		return;
+	l->found = 1;
+	l->index = index;
+	if (name) {
+		strncpy(l->name, name, IFNAMSIZ - 1);
+		l->name[IFNAMSIZ - 1] = 0;
+	}
+}
+
+EXPORT unsigned int if_nametoindex(const char *ifname)
+{
+	INIT();
+	if (!server_path())
+		return real_if_nametoindex(ifname);
+	if (!ifname || strlen(ifname) >= IFNAMSIZ) {
+		errno = ENODEV;
+		return 0;
+	}
+	struct one_link l = {0};
+	int err = link_query(ifname, 0, keep_one, &l);
+	if (err || !l.found) {
+		errno = err ? err : ENODEV;
+		return 0;
+	}
+	return l.index;
+}
+
+EXPORT char *if_indextoname(unsigned int ifindex, char ifname[IF_NAMESIZE])
+{
+	INIT();
+	if (!server_path())
+		return real_if_indextoname(ifindex, ifname);
+	struct one_link l = {0};
+	int err = ifindex ? link_query(NULL, ifindex, keep_one, &l) : ENODEV;
+	if (err || !l.found || !l.name[0]) {
+		/* glibc reports an unknown index as ENXIO */
+		errno = (!err || err == ENODEV) ? ENXIO : err;
+		return NULL;
+	}
+	memcpy(ifname, l.name, IFNAMSIZ);
+	return ifname;
+}
+
+struct name_list {
+	struct if_nameindex *v;
+	size_t n, cap;
+	int oom;
+};
+
+static void add_name(void *ctx, unsigned index, const char *name)
+{
+	struct name_list *l = ctx;
+	if (l->oom || !name)
+		return;
+	if (l->n + 1 >= l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 8;
+		struct if_nameindex *nv = realloc(l->v, ncap * sizeof(*nv));
+		if (!nv) {
+			l->oom = 1;
+			return;
+		}
+		l->v = nv;
+		l->cap = ncap;
+	}
+	char *dup = strdup(name);
+	if (!dup) {
+		l->oom = 1;
+		return;
+	}
+	l->v[l->n].if_index = index;
+	l->v[l->n].if_name = dup;
+	l->n++;
+}
+
+/* The result is freed by glibc's if_freenameindex: one malloc'ed array of
+ * entries whose names are malloc'ed, ended by {0, NULL}. */
+EXPORT struct if_nameindex *if_nameindex(void)
+{
+	INIT();
+	if (!server_path())
+		return real_if_nameindex();
+	struct name_list l = {0};
+	int err = link_query(NULL, 0, add_name, &l);
+	if (!err && !l.oom && !l.v) { /* no links at all: just the terminator */
+		l.v = calloc(1, sizeof(*l.v));
+		l.oom = !l.v;
+	}
+	if (err || l.oom) {
+		for (size_t i = 0; i < l.n; i++)
+			free(l.v[i].if_name);
+		free(l.v);
+		errno = err ? err : ENOBUFS;
+		return NULL;
+	}
+	l.v[l.n].if_index = 0;
+	l.v[l.n].if_name = NULL;
+	return l.v;
+}
