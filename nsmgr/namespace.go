@@ -168,15 +168,19 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 // changeRule is fib_nl_newrule() / fib_nl_delrule() up to the notification.
 func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
 	m := req.Msg
-	rm, err := rtnl.DecodeRuleHeader(m)
-	if err != nil {
+	var rmv rtnl.RuleMsg
+	rm := &rmv
+	if err := rm.DecodeHeader(m); err != nil {
 		return err
 	}
 	ops := ns.Rules(rm.Family)
 	if ops == nil {
 		return rtnl.Errorf(syscall.EAFNOSUPPORT, "Rule family not supported")
 	}
-	var ch *rulesops.Change
+	var (
+		ch  rulesops.Change
+		err *rtnl.Error
+	)
 	typ := uint16(m.Header.Type)
 	if typ == rtnl.RTM_NEWRULE {
 		ch, err = ops.NewRule(rm, uint16(m.Header.Flags))
@@ -255,13 +259,19 @@ func (d *ruleDump) Err() *rtnl.Error { return nil }
 
 func (d *ruleDump) Fill(dst []byte, limit int) ([]byte, bool) {
 	for ; d.fi < len(d.ops); d.fi++ {
-		s := d.ops[d.fi].Snapshot()
-		for ; d.ri < s.Len(); d.ri++ {
+		full := false
+		d.ops[d.fi].Snapshot().Each(d.ri, func(i int, m *rtnl.RuleMsg) bool {
 			n := len(dst)
-			dst = rtnl.AppendRule(dst, rtnl.RTM_NEWRULE, rtnl.NLM_F_MULTI, d.seq, d.pid, s.Msg(d.ri))
+			dst = rtnl.AppendRule(dst, rtnl.RTM_NEWRULE, rtnl.NLM_F_MULTI, d.seq, d.pid, m)
 			if len(dst) > limit && n > 0 {
-				return dst[:n], false
+				dst, full = dst[:n], true
+				return false
 			}
+			d.ri = i + 1
+			return true
+		})
+		if full {
+			return dst, false
 		}
 		d.ri = 0
 	}

@@ -43,3 +43,30 @@ func walkAttrs(b []byte, base int, fn func(a rawAttr) *Error) *Error {
 	}
 	return nil
 }
+
+// attrIter is walkAttrs as an iterator (no closure, so callers' values can
+// stay on the stack).
+type attrIter struct {
+	b    []byte
+	base int
+	off  int
+}
+
+func (it *attrIter) next() (rawAttr, bool) {
+	if len(it.b)-it.off < nlaHdrLen {
+		return rawAttr{}, false
+	}
+	n := int(ne.Uint16(it.b[it.off:]))
+	if n < nlaHdrLen || n > len(it.b)-it.off {
+		return rawAttr{}, false
+	}
+	t := ne.Uint16(it.b[it.off+2:])
+	a := rawAttr{
+		typ:    t & nlaTypeMask,
+		nested: t&nlaFNested != 0,
+		data:   it.b[it.off+nlaHdrLen : it.off+n : it.off+n],
+		off:    uint32(it.base + it.off),
+	}
+	it.off += align4(n)
+	return a, true
+}

@@ -26,8 +26,10 @@ func align4(n int) int { return (n + 3) &^ 3 }
 // each message is followed by alignment padding that may be cut short at the
 // end of the datagram. (mdlayher/netlink's parser rejects such datagrams
 // outright; the kernel processes the valid prefix, so we must too.)
-func SplitDatagram(b []byte) []Message {
-	var msgs []Message
+func SplitDatagram(b []byte) []Message { return AppendMessages(nil, b) }
+
+// AppendMessages is SplitDatagram appending to msgs (to reuse a buffer).
+func AppendMessages(msgs []Message, b []byte) []Message {
 	for len(b) >= NLMSG_HDRLEN {
 		n := int(ne.Uint32(b))
 		if n < NLMSG_HDRLEN || n > len(b) {

@@ -52,18 +52,28 @@ func (m *RuleMsg) Set(t int) { m.Present |= 1 << uint(t) }
 // attributes are validated later by ParseAttrs, because the kernel checks the
 // family (fib_nl2rule's first step) before the attribute policy.
 func DecodeRuleHeader(m *Message) (*RuleMsg, *Error) {
+	r := new(RuleMsg)
+	if err := r.DecodeHeader(m); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// DecodeHeader is DecodeRuleHeader into r (which callers may keep on the
+// stack).
+func (r *RuleMsg) DecodeHeader(m *Message) *Error {
 	if len(m.Data) < RuleHdrLen {
-		return nil, Errorf(syscall.EINVAL, "Invalid msg length")
+		return Errorf(syscall.EINVAL, "Invalid msg length")
 	}
 	d := m.Data
-	r := &RuleMsg{
+	*r = RuleMsg{
 		Family: d[0], DstLen: d[1], SrcLen: d[2], Tos: d[3], Table: d[4],
 		Res1: d[5], Res2: d[6], Action: d[7], Flags: ne.Uint32(d[8:]),
 	}
 	if len(d) > align4(RuleHdrLen) {
 		r.attrs = d[align4(RuleHdrLen):]
 	}
-	return r, nil
+	return nil
 }
 
 // RuleFamily returns the family byte of a rule message, AF_UNSPEC when the
@@ -220,7 +230,19 @@ func validate(a rawAttr) *Error {
 // (nlmsg_parse_deprecated with fib_rule_policy). Types above FRA_MAX and type
 // 0 are ignored; a later occurrence of a type overrides an earlier one.
 func (m *RuleMsg) ParseAttrs() *Error {
-	return walkAttrs(m.attrs, ruleAttrBase, func(a rawAttr) *Error {
+	for it := (attrIter{b: m.attrs, base: ruleAttrBase}); ; {
+		a, ok := it.next()
+		if !ok {
+			return nil
+		}
+		if err := m.parseAttr(a); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *RuleMsg) parseAttr(a rawAttr) *Error {
+	{
 		if a.typ == 0 || a.typ > FRA_MAX {
 			return nil
 		}
@@ -283,7 +305,7 @@ func (m *RuleMsg) ParseAttrs() *Error {
 			m.DSCPMask = d[0]
 		}
 		return nil
-	})
+	}
 }
 
 // trimNul drops one trailing NUL, as nla_strscpy() does.

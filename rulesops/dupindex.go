@@ -19,8 +19,7 @@ type dupIndex struct {
 	groups map[uint32]map[uint64]int32 // pref -> generic-key hash -> count
 }
 
-func (d *dupIndex) key(r *Rule) uint64 {
-	x := r.ext()
+func (d *dupIndex) key(r *Rule, x *Extra) uint64 {
 	var h maphash.Hash
 	h.SetSeed(d.seed)
 	var b [64]byte
@@ -45,25 +44,31 @@ func (d *dupIndex) key(r *Rule) uint64 {
 	return h.Sum64()
 }
 
-// mayExist reports whether r could have a duplicate in a group that is
-// indexed; indexed is false when the group is small and must be scanned.
-func (d *dupIndex) mayExist(r *Rule) (may, indexed bool) {
+// mayExist reports whether r (with selectors x) could have a duplicate:
+// true for a small group, which must be scanned.
+func (d *dupIndex) mayExist(r *Rule, x *Extra) bool {
 	g := d.groups[r.Pref]
 	if g == nil {
-		return true, false
+		return true
 	}
-	return g[d.key(r)] > 0, true
+	return g[d.key(r, x)] > 0
 }
 
-// added records r after it was inserted; groupLen is the size of its
-// priority group afterwards, and each walks that group (to build the index
-// when the group becomes big).
-func (d *dupIndex) added(r *Rule, groupLen int, each func(func(*Rule))) {
+// added records r after it was inserted into l, building the group's index
+// when the group has just become big.
+func (d *dupIndex) added(l *list, r *Rule) {
 	if g := d.groups[r.Pref]; g != nil {
-		g[d.key(r)]++
+		g[d.key(r, l.ext(r))]++
 		return
 	}
-	if groupLen < bigGroup {
+	// Only look at the group's size when the new rule has a neighbour of
+	// the same priority: the common case (distinct priorities) stays O(log n).
+	p := l.bound(r.Pref, false)
+	n := 0
+	for q := p; l.valid(q) && l.rule(q).Pref == r.Pref && n < bigGroup; q = l.next(q) {
+		n++
+	}
+	if n < bigGroup {
 		return
 	}
 	if d.groups == nil {
@@ -71,17 +76,19 @@ func (d *dupIndex) added(r *Rule, groupLen int, each func(func(*Rule))) {
 		d.seed = maphash.MakeSeed()
 	}
 	g := map[uint64]int32{}
-	each(func(e *Rule) { g[d.key(e)]++ })
+	for q := p; l.valid(q) && l.rule(q).Pref == r.Pref; q = l.next(q) {
+		g[d.key(l.rule(q), l.ext(l.rule(q)))]++
+	}
 	d.groups[r.Pref] = g
 }
 
-// removed records that r left its group.
-func (d *dupIndex) removed(r *Rule) {
+// removed records that r (with selectors x) left its group.
+func (d *dupIndex) removed(r *Rule, x *Extra) {
 	g := d.groups[r.Pref]
 	if g == nil {
 		return
 	}
-	k := d.key(r)
+	k := d.key(r, x)
 	if g[k]--; g[k] <= 0 {
 		delete(g, k)
 	}

@@ -154,11 +154,10 @@ func (f *family) storeAddrs(r *Rule, x *Extra, m *rtnl.RuleMsg) {
 // compare is ops->compare (fib4_rule_compare, fib6_rule_compare): it looks
 // only at family fields present in the request, which makes duplicate
 // detection asymmetric.
-func (f *family) compare(r *Rule, m *rtnl.RuleMsg) bool {
+func (f *family) compare(r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
 	if f.isMR() {
 		return true
 	}
-	x := r.ext()
 	if m.SrcLen != 0 && r.SrcLen != m.SrcLen {
 		return false
 	}

@@ -7,176 +7,154 @@ import "sort"
 // the kernel's O(n) list walk, and every published list stays immutable.
 const chunkMax = 64
 
-// chunk is an immutable run of rules sorted by priority.
-type chunk struct {
-	rules []Rule
-}
-
 // list is an immutable, structurally shared rule list sorted by priority,
 // ties in insertion order: the RCU-protected rules_list of a fib_rules_ops.
-// Readers use a *list without locks; writers build a new one and publish it.
+// Readers use a *list without locks; writers build a new one and publish
+// it. Chunks hold rules by value and contain no pointers.
 type list struct {
-	chunks []*chunk
-	starts []int // starts[i] = index of chunks[i].rules[0]
+	chunks [][]Rule // each non-empty, sorted
 	n      int
+	// extras holds the Extra of non-plain rules (Rule.xi - 1). It only
+	// grows: a new list may append to the backing array beyond this list's
+	// length, which no older list can see, so sharing it is safe.
+	extras []*Extra
 }
 
 var emptyList = &list{}
 
 func newList(rules []Rule) *list {
-	l := &list{}
+	l := &list{n: len(rules)}
 	for i := 0; i < len(rules); i += chunkMax {
 		j := min(i+chunkMax, len(rules))
-		l.chunks = append(l.chunks, &chunk{rules: append([]Rule(nil), rules[i:j]...)})
-		l.starts = append(l.starts, i)
+		l.chunks = append(l.chunks, append([]Rule(nil), rules[i:j]...))
 	}
-	l.n = len(rules)
 	return l
 }
 
 // Len returns the number of rules.
 func (l *list) Len() int { return l.n }
 
-// locate returns the chunk and offset holding index i (0 <= i < n).
-func (l *list) locate(i int) (int, int) {
-	c := sort.Search(len(l.starts), func(k int) bool { return l.starts[k] > i }) - 1
-	return c, i - l.starts[c]
+// ext returns r's Extra, or the shared defaults (read only) for a plain rule.
+func (l *list) ext(r *Rule) *Extra {
+	if r.xi == 0 {
+		return &plainExtra
+	}
+	return l.extras[r.xi-1]
 }
 
-// At returns a pointer to rule i; it must not be modified.
+// pos is a rule's place: chunk c, offset o.
+type pos struct{ c, o int }
+
+// locate returns the position of global index i (0 <= i <= n).
+func (l *list) locate(i int) pos {
+	for c, ch := range l.chunks {
+		if i < len(ch) {
+			return pos{c, i}
+		}
+		i -= len(ch)
+	}
+	return pos{len(l.chunks), 0}
+}
+
+// At returns a pointer to rule i; it must not be modified. At(0) and At(1)
+// are O(1); others walk the chunk index.
 func (l *list) At(i int) *Rule {
-	c, o := l.locate(i)
-	return &l.chunks[c].rules[o]
+	p := l.locate(i)
+	return &l.chunks[p.c][p.o]
 }
 
-// upperBound returns the index of the first rule with pref > p, i.e. where
-// fib_newrule() inserts a rule of priority p (after every rule <= p).
-func (l *list) upperBound(p uint32) int {
-	c := sort.Search(len(l.chunks), func(k int) bool {
-		rs := l.chunks[k].rules
-		return rs[len(rs)-1].Pref > p
-	})
+// bound returns the position of the first rule with pref > p (upper) or
+// pref >= p (!upper).
+func (l *list) bound(p uint32, upper bool) pos {
+	less := func(x uint32) bool { return x < p || (upper && x == p) }
+	c := sort.Search(len(l.chunks), func(k int) bool { return !less(l.chunks[k][len(l.chunks[k])-1].Pref) })
 	if c == len(l.chunks) {
-		return l.n
+		return pos{c, 0}
 	}
-	rs := l.chunks[c].rules
-	return l.starts[c] + sort.Search(len(rs), func(k int) bool { return rs[k].Pref > p })
+	rs := l.chunks[c]
+	return pos{c, sort.Search(len(rs), func(k int) bool { return !less(rs[k].Pref) })}
 }
 
-// lowerBound returns the index of the first rule with pref >= p.
-func (l *list) lowerBound(p uint32) int {
-	c := sort.Search(len(l.chunks), func(k int) bool {
-		rs := l.chunks[k].rules
-		return rs[len(rs)-1].Pref >= p
-	})
-	if c == len(l.chunks) {
-		return l.n
+func (l *list) valid(p pos) bool { return p.c < len(l.chunks) }
+
+func (l *list) rule(p pos) *Rule { return &l.chunks[p.c][p.o] }
+
+func (l *list) next(p pos) pos {
+	if p.o+1 < len(l.chunks[p.c]) {
+		return pos{p.c, p.o + 1}
 	}
-	rs := l.chunks[c].rules
-	return l.starts[c] + sort.Search(len(rs), func(k int) bool { return rs[k].Pref >= p })
+	return pos{p.c + 1, 0}
 }
 
-// FirstWithPref returns the index of the first rule whose priority is p, or
-// -1: the target a goto to p resolves to.
-func (l *list) FirstWithPref(p uint32) int {
-	i := l.lowerBound(p)
-	if i < l.n && l.At(i).Pref == p {
-		return i
-	}
-	return -1
+// hasPref reports whether some rule has priority p: whether a goto to p is
+// resolved (see Change.Msg for why that is the kernel's state exactly).
+func (l *list) hasPref(p uint32) bool {
+	q := l.bound(p, false)
+	return l.valid(q) && l.rule(q).Pref == p
 }
 
 // insert returns a new list with r inserted after every rule whose priority
-// is <= r.Pref.
-func (l *list) insert(r Rule) *list {
-	i := l.upperBound(r.Pref)
+// is <= r.Pref (fib_newrule()'s list_add_rcu after the last such rule).
+func (l *list) insert(r Rule, extras []*Extra) *list {
 	if l.n == 0 {
-		return newList([]Rule{r})
+		nl := newList([]Rule{r})
+		nl.extras = extras
+		return nl
 	}
-	var c, o int
-	if i == l.n {
-		c = len(l.chunks) - 1
-		o = len(l.chunks[c].rules)
-	} else {
-		c, o = l.locate(i)
+	p := l.bound(r.Pref, true)
+	if !l.valid(p) {
+		p = pos{len(l.chunks) - 1, len(l.chunks[len(l.chunks)-1])}
 	}
-	old := l.chunks[c].rules
+	old := l.chunks[p.c]
 	nr := make([]Rule, 0, len(old)+1)
-	nr = append(nr, old[:o]...)
+	nr = append(nr, old[:p.o]...)
 	nr = append(nr, r)
-	nr = append(nr, old[o:]...)
-	var repl []*chunk
+	nr = append(nr, old[p.o:]...)
+	var repl [][]Rule
 	if len(nr) > chunkMax {
 		h := len(nr) / 2
-		repl = []*chunk{{rules: nr[:h:h]}, {rules: nr[h:]}}
+		repl = [][]Rule{nr[:h:h], nr[h:]}
 	} else {
-		repl = []*chunk{{rules: nr}}
+		repl = [][]Rule{nr}
 	}
-	return l.replace(c, repl, 1)
+	return l.replace(p.c, repl, 1, extras)
 }
 
-// remove returns a new list without rule i.
-func (l *list) remove(i int) *list {
-	c, o := l.locate(i)
-	old := l.chunks[c].rules
+// remove returns a new list without the rule at p.
+func (l *list) remove(p pos) *list {
+	old := l.chunks[p.c]
 	if len(old) == 1 {
-		return l.replace(c, nil, -1)
+		return l.replace(p.c, nil, -1, l.extras)
 	}
 	nr := make([]Rule, 0, len(old)-1)
-	nr = append(nr, old[:o]...)
-	nr = append(nr, old[o+1:]...)
-	return l.replace(c, []*chunk{{rules: nr}}, -1)
+	nr = append(nr, old[:p.o]...)
+	nr = append(nr, old[p.o+1:]...)
+	return l.replace(p.c, [][]Rule{nr}, -1, l.extras)
 }
 
 // replace builds a list with chunk c replaced by repl; delta is the change
 // in rule count.
-func (l *list) replace(c int, repl []*chunk, delta int) *list {
-	nl := &list{n: l.n + delta}
-	nl.chunks = make([]*chunk, 0, len(l.chunks)+len(repl)-1)
-	nl.chunks = append(nl.chunks, l.chunks[:c]...)
-	nl.chunks = append(nl.chunks, repl...)
-	nl.chunks = append(nl.chunks, l.chunks[c+1:]...)
-	nl.starts = make([]int, len(nl.chunks))
-	// Starts before c are unchanged; recompute from c on.
-	copy(nl.starts, l.starts[:c])
-	s := 0
-	if c > 0 {
-		s = l.starts[c-1] + len(l.chunks[c-1].rules)
+func (l *list) replace(c int, repl [][]Rule, delta int, extras []*Extra) *list {
+	chunks := make([][]Rule, 0, len(l.chunks)+len(repl)-1)
+	chunks = append(chunks, l.chunks[:c]...)
+	chunks = append(chunks, repl...)
+	chunks = append(chunks, l.chunks[c+1:]...)
+	return &list{chunks: chunks, n: l.n + delta, extras: extras}
+}
+
+// From calls fn for rules from position p on, with their global index
+// starting at i, until fn returns false.
+func (l *list) from(p pos, i int, fn func(i int, r *Rule) bool) {
+	for ; p.c < len(l.chunks); p = (pos{p.c + 1, 0}) {
+		rs := l.chunks[p.c]
+		for ; p.o < len(rs); p.o++ {
+			if !fn(i, &rs[p.o]) {
+				return
+			}
+			i++
+		}
 	}
-	for k := c; k < len(nl.chunks); k++ {
-		nl.starts[k] = s
-		s += len(nl.chunks[k].rules)
-	}
-	return nl
 }
 
 // All calls fn for each rule in order until fn returns false.
-func (l *list) All(fn func(i int, r *Rule) bool) {
-	i := 0
-	for _, c := range l.chunks {
-		for k := range c.rules {
-			if !fn(i, &c.rules[k]) {
-				return
-			}
-			i++
-		}
-	}
-}
-
-// From calls fn for rules from index i on, until fn returns false.
-func (l *list) From(i int, fn func(i int, r *Rule) bool) {
-	if i >= l.n {
-		return
-	}
-	c, o := l.locate(i)
-	for ; c < len(l.chunks); c++ {
-		rs := l.chunks[c].rules
-		for ; o < len(rs); o++ {
-			if !fn(i, &rs[o]) {
-				return
-			}
-			i++
-		}
-		o = 0
-	}
-}
+func (l *list) All(fn func(i int, r *Rule) bool) { l.from(pos{}, 0, fn) }

@@ -44,12 +44,12 @@ func TestListMatchesReference(t *testing.T) {
 		for op := 0; op < 3000; op++ {
 			if len(ref) > 0 && rng.Intn(4) == 0 {
 				i := rng.Intn(len(ref))
-				l = l.remove(i)
+				l = l.remove(l.locate(i))
 				ref = append(append(refList{}, ref[:i]...), ref[i+1:]...)
 			} else {
 				id++
 				r := Rule{Pref: uint32(rng.Intn(200)), Table: id}
-				l = l.insert(r)
+				l = l.insert(r, nil)
 				ref = ref.insert(r)
 			}
 			if op%500 == 0 {
@@ -59,8 +59,12 @@ func TestListMatchesReference(t *testing.T) {
 				t.Fatalf("len %d, want %d", l.Len(), len(ref))
 			}
 			p := uint32(rng.Intn(200))
-			if got, want := l.FirstWithPref(p), ref.firstWithPref(p); got != want {
-				t.Fatalf("FirstWithPref(%d) = %d, want %d", p, got, want)
+			if got, want := l.hasPref(p), ref.firstWithPref(p) >= 0; got != want {
+				t.Fatalf("hasPref(%d) = %v, want %v", p, got, want)
+			}
+			lo := ref.firstWithPref(p)
+			if q := l.bound(p, false); lo >= 0 && *l.rule(q) != ref[lo] {
+				t.Fatalf("bound(%d) is not the first rule of that priority", p)
 			}
 		}
 		for _, s := range append(snaps, snap{l, ref}) {

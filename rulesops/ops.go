@@ -50,7 +50,8 @@ type Ops struct {
 	env  Env
 	mu   sync.Mutex // ops->lock; guards writes of cur
 	cur  atomic.Pointer[list]
-	dups dupIndex // guarded by mu
+	dups       dupIndex // guarded by mu
+	liveExtras int      // guarded by mu: rules with an Extra
 	// custom is fib_has_custom_rules (IPv4) / fib6_has_custom_rules (IPv6):
 	// set by the first successful change and never cleared.
 	custom atomic.Bool
@@ -94,14 +95,20 @@ func (o *Ops) Len() int { return o.cur.Load().Len() }
 // the list after the change, from which its notification is built.
 type Change struct {
 	Rule Rule
+	x    *Extra
 	fam  *family
 	l    *list
 }
 
 // Msg returns the notification message content of the change (the dump
-// format of fib_nl_fill_rule()).
+// format of fib_nl_fill_rule()). A goto rule is unresolved exactly when no
+// rule has its target priority: the kernel resolves a goto to the first
+// rule of that priority, re-points it to the next equal-priority rule when
+// that one is deleted, and resolves every unresolved goto when a rule of
+// that priority is added (which always lands after the existing ones), so
+// its pointer is never needed to tell the state.
 func (c *Change) Msg() *rtnl.RuleMsg {
-	return fill(c.fam, &c.Rule, c.Rule.Action == rtnl.FR_ACT_GOTO && c.l.FirstWithPref(c.Rule.Target) < 0)
+	return fill(c.fam, &c.Rule, c.x, c.Rule.Action == rtnl.FR_ACT_GOTO && !c.l.hasPref(c.Rule.Target))
 }
 
 // needRTNL decides whether a change takes the global lock: always in
@@ -115,42 +122,46 @@ func (o *Ops) needRTNL() bool {
 	return o.fam.id == rtnl.AF_INET && !o.custom.Load()
 }
 
-func (o *Ops) lock() (unlock func()) {
+// lock takes RTNL when needed, then the ops mutex (lock order: RTNL first);
+// it returns whether RTNL is held.
+func (o *Ops) lock() bool {
 	rtnlHeld := o.env.Config.RTNL != nil && o.needRTNL()
 	if rtnlHeld {
 		o.env.Config.RTNL.Lock()
 	}
 	o.mu.Lock()
-	return func() {
-		o.mu.Unlock()
-		if rtnlHeld {
-			o.env.Config.RTNL.Unlock()
-		}
+	return rtnlHeld
+}
+
+func (o *Ops) unlock(rtnlHeld bool) {
+	o.mu.Unlock()
+	if rtnlHeld {
+		o.env.Config.RTNL.Unlock()
 	}
 }
 
 // nl2rule is fib_nl2rule(): the request's generic fields and every check
 // that needs no lock (RULES-SPEC §2.1 V3–V19). m's header is decoded; its
 // attributes are parsed here.
-func (o *Ops) nl2rule(m *rtnl.RuleMsg) (*Rule, *Extra, *rtnl.Error) {
+func (o *Ops) nl2rule(m *rtnl.RuleMsg, r *Rule, x *Extra) *rtnl.Error {
 	if err := m.ParseAttrs(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	as := o.fam.addrSize
 	if m.SrcLen != 0 && (!m.Has(rtnl.FRA_SRC) || int(m.SrcLen) > as*8 || len(m.Src) != as) {
-		return nil, nil, rtnl.Errorf(syscall.EINVAL, "Invalid source address")
+		return rtnl.Errorf(syscall.EINVAL, "Invalid source address")
 	}
 	if m.DstLen != 0 && (!m.Has(rtnl.FRA_DST) || int(m.DstLen) > as*8 || len(m.Dst) != as) {
-		return nil, nil, rtnl.Errorf(syscall.EINVAL, "Invalid dst address")
+		return rtnl.Errorf(syscall.EINVAL, "Invalid dst address")
 	}
-	r := &Rule{Pref: m.Priority, Protocol: m.Protocol, Action: m.Action, Flags: m.Flags, Table: uint32(m.Table)}
-	x := newExtra()
+	*r = Rule{Pref: m.Priority, Protocol: m.Protocol, Action: m.Action, Flags: m.Flags, Table: uint32(m.Table)}
+	*x = plainExtra
 	if m.Has(rtnl.FRA_IIFNAME) {
-		x.iifIndex.Store(-1)
+		x.iifIndex = -1
 		strscpy(&x.IIFName, m.IIFName)
 	}
 	if m.Has(rtnl.FRA_OIFNAME) {
-		x.oifIndex.Store(-1)
+		x.oifIndex = -1
 		strscpy(&x.OIFName, m.OIFName)
 	}
 	if m.Has(rtnl.FRA_FWMARK) {
@@ -167,7 +178,7 @@ func (o *Ops) nl2rule(m *rtnl.RuleMsg) (*Rule, *Extra, *rtnl.Error) {
 	}
 	if m.Has(rtnl.FRA_L3MDEV) {
 		if m.L3MDev != 1 {
-			return nil, nil, rtnl.Errorf(syscall.EINVAL, "Invalid l3mdev attribute")
+			return rtnl.Errorf(syscall.EINVAL, "Invalid l3mdev attribute")
 		}
 		x.L3MDev = 1
 	}
@@ -182,19 +193,19 @@ func (o *Ops) nl2rule(m *rtnl.RuleMsg) (*Rule, *Extra, *rtnl.Error) {
 	}
 	if m.Has(rtnl.FRA_GOTO) {
 		if r.Action != rtnl.FR_ACT_GOTO {
-			return nil, nil, rtnl.Errorf(syscall.EINVAL, "Unexpected goto")
+			return rtnl.Errorf(syscall.EINVAL, "Unexpected goto")
 		}
 		r.Target = m.Goto
 	} else if r.Action == rtnl.FR_ACT_GOTO {
-		return nil, nil, rtnl.Errorf(syscall.EINVAL, "Missing goto target for action goto")
+		return rtnl.Errorf(syscall.EINVAL, "Missing goto target for action goto")
 	}
 	if x.L3MDev != 0 && r.Table != 0 {
-		return nil, nil, rtnl.Errorf(syscall.EINVAL, "l3mdev and table are mutually exclusive")
+		return rtnl.Errorf(syscall.EINVAL, "l3mdev and table are mutually exclusive")
 	}
 	if m.Has(rtnl.FRA_UID_RANGE) {
 		s, e := m.UIDRange[0], m.UIDRange[1]
 		if !uidRangeSet(s, e) || s > e {
-			return nil, nil, rtnl.Errorf(syscall.EINVAL, "Invalid uid range")
+			return rtnl.Errorf(syscall.EINVAL, "Invalid uid range")
 		}
 		x.UIDStart, x.UIDEnd = s, e
 	}
@@ -203,12 +214,12 @@ func (o *Ops) nl2rule(m *rtnl.RuleMsg) (*Rule, *Extra, *rtnl.Error) {
 	}
 	var err *rtnl.Error
 	if x.Sport, x.SportMask, err = portSelector(m, rtnl.FRA_SPORT_RANGE, rtnl.FRA_SPORT_MASK, m.SportRange, m.SportMask, "Invalid sport range"); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if x.Dport, x.DportMask, err = portSelector(m, rtnl.FRA_DPORT_RANGE, rtnl.FRA_DPORT_MASK, m.DportRange, m.DportMask, "Invalid dport range"); err != nil {
-		return nil, nil, err
+		return err
 	}
-	return r, x, nil
+	return nil
 }
 
 // portSelector validates one port range and its mask (fib_nl2rule() and
@@ -260,12 +271,12 @@ func (o *Ops) nl2ruleLocked(l *list, r *Rule, x *Extra, m *rtnl.RuleMsg) *rtnl.E
 	if o.env.Devices != nil {
 		if x.IIFName[0] != 0 {
 			if i := o.env.Devices.IndexByName(cstr(&x.IIFName)); i > 0 {
-				x.iifIndex.Store(i)
+				x.iifIndex = i
 			}
 		}
 		if x.OIFName[0] != 0 {
 			if i := o.env.Devices.IndexByName(cstr(&x.OIFName)); i > 0 {
-				x.oifIndex.Store(i)
+				x.oifIndex = i
 			}
 		}
 	}
@@ -286,66 +297,61 @@ func defaultPref(l *list) uint32 {
 // NewRule adds a rule (fib_newrule()). m is the request with its header
 // decoded; nlFlags are the request's nlmsg_flags (only NLM_F_EXCL matters:
 // the kernel does not support replace).
-func (o *Ops) NewRule(m *rtnl.RuleMsg, nlFlags uint16) (*Change, *rtnl.Error) {
-	r, x, err := o.nl2rule(m)
-	if err != nil {
-		return nil, err
+func (o *Ops) NewRule(m *rtnl.RuleMsg, nlFlags uint16) (Change, *rtnl.Error) {
+	var r Rule
+	var x Extra
+	if err := o.nl2rule(m, &r, &x); err != nil {
+		return Change{}, err
 	}
-	unlock := o.lock()
-	defer unlock()
+	held := o.lock()
+	defer o.unlock(held)
 	l := o.cur.Load()
-	if err := o.nl2ruleLocked(l, r, x, m); err != nil {
-		return nil, err
+	if err := o.nl2ruleLocked(l, &r, &x, m); err != nil {
+		return Change{}, err
 	}
-	if nlFlags&rtnl.NLM_F_EXCL != 0 && o.exists(l, r, x, m) {
-		return nil, rtnl.Errno(syscall.EEXIST)
+	if nlFlags&rtnl.NLM_F_EXCL != 0 && o.exists(l, &r, &x, m) {
+		return Change{}, rtnl.Errno(syscall.EEXIST)
 	}
-	if err := o.fam.configure(&o.env, r, x, m); err != nil {
-		return nil, err
+	if err := o.fam.configure(&o.env, &r, &x, m); err != nil {
+		return Change{}, err
 	}
 	if !o.fam.isMR() {
 		o.custom.Store(true)
 	}
+	extras := l.extras
+	xp := &plainExtra
 	if !x.isPlain() {
-		r.x = x
+		xp = new(Extra)
+		*xp = x
+		extras = append(extras, xp)
+		r.xi = uint32(len(extras))
+		o.liveExtras++
 	}
-	nl := l.insert(*r)
+	nl := l.insert(r, extras)
 	o.cur.Store(nl)
-	first := nl.lowerBound(r.Pref)
-	group := nl.upperBound(r.Pref) - first
-	o.dups.added(r, group, func(fn func(*Rule)) {
-		nl.From(first, func(i int, e *Rule) bool {
-			if i >= first+group {
-				return false
-			}
-			fn(e)
-			return true
-		})
-	})
-	return &Change{Rule: *r, fam: o.fam, l: nl}, nil
+	o.dups.added(nl, &r)
+	return Change{Rule: r, x: xp, fam: o.fam, l: nl}, nil
 }
 
 // exists is rule_exists(): an identical rule for NLM_F_EXCL. Generic fields
 // are compared exactly (priority included, so only rules of the same
 // priority can match); family fields only where the request has them.
 func (o *Ops) exists(l *list, r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
-	probe := *r
-	probe.x = x
-	if may, _ := o.dups.mayExist(&probe); !may {
+	if !o.dups.mayExist(r, x) {
 		return false
 	}
 	found := false
-	l.From(l.lowerBound(r.Pref), func(_ int, e *Rule) bool {
+	l.from(l.bound(r.Pref, false), 0, func(_ int, e *Rule) bool {
 		if e.Pref != r.Pref {
 			return false
 		}
-		ex := e.ext()
+		ex := l.ext(e)
 		if e.Action != r.Action || e.Table != r.Table || ex.IIFName != x.IIFName || ex.OIFName != x.OIFName ||
 			ex.Mark != x.Mark || ex.SuppressIfgroup != x.SuppressIfgroup || ex.SuppressPrefixlen != x.SuppressPrefixlen ||
 			ex.MarkMask != x.MarkMask || ex.TunID != x.TunID || ex.L3MDev != x.L3MDev ||
 			ex.UIDStart != x.UIDStart || ex.UIDEnd != x.UIDEnd || ex.IPProto != x.IPProto || e.Protocol != r.Protocol ||
 			ex.Sport != x.Sport || ex.SportMask != x.SportMask || ex.Dport != x.Dport || ex.DportMask != x.DportMask ||
-			!o.fam.compare(e, m) {
+			!o.fam.compare(e, ex, m) {
 			return true
 		}
 		found = true
@@ -356,58 +362,84 @@ func (o *Ops) exists(l *list, r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
 
 // DelRule deletes the first rule matching every selector the request
 // specifies (fib_delrule()).
-func (o *Ops) DelRule(m *rtnl.RuleMsg) (*Change, *rtnl.Error) {
-	r, x, err := o.nl2rule(m)
-	if err != nil {
-		return nil, err
+func (o *Ops) DelRule(m *rtnl.RuleMsg) (Change, *rtnl.Error) {
+	var r Rule
+	var x Extra
+	if err := o.nl2rule(m, &r, &x); err != nil {
+		return Change{}, err
 	}
-	unlock := o.lock()
-	defer unlock()
+	held := o.lock()
+	defer o.unlock(held)
 	l := o.cur.Load()
-	if err := o.nl2ruleLocked(l, r, x, m); err != nil {
-		return nil, err
+	if err := o.nl2ruleLocked(l, &r, &x, m); err != nil {
+		return Change{}, err
 	}
 	userPref := m.Has(rtnl.FRA_PRIORITY)
-	idx := -1
-	start := 0
+	start := pos{}
 	if userPref {
-		start = l.lowerBound(r.Pref)
+		start = l.bound(r.Pref, false)
 	}
-	l.From(start, func(i int, e *Rule) bool {
+	at, found := start, false
+	for p := start; l.valid(p); p = l.next(p) {
+		e := l.rule(p)
 		if userPref && e.Pref != r.Pref {
-			return false
+			break
 		}
-		if o.delMatch(e, r, x, m) {
-			idx = i
-			return false
+		if o.delMatch(l, e, &r, &x, m) {
+			at, found = p, true
+			break
 		}
-		return true
-	})
-	if idx < 0 {
-		return nil, rtnl.Errno(syscall.ENOENT)
 	}
-	victim := *l.At(idx)
+	if !found {
+		return Change{}, rtnl.Errno(syscall.ENOENT)
+	}
+	victim := *l.rule(at)
+	vx := l.ext(&victim)
 	if victim.Flags&rtnl.FIB_RULE_PERMANENT != 0 {
-		return nil, rtnl.Errno(syscall.EPERM)
+		return Change{}, rtnl.Errno(syscall.EPERM)
 	}
 	if o.fam.id == rtnl.AF_INET {
 		// fib4_rule_delete(): unmerge, then the namespace has custom rules.
 		if o.env.Tables != nil {
 			if err := o.env.Tables.Unmerge(); err != nil {
-				return nil, rtnl.Errno(syscall.ENOMEM)
+				return Change{}, rtnl.Errno(syscall.ENOMEM)
 			}
 		}
 		o.custom.Store(true)
 	}
-	nl := l.remove(idx)
+	nl := l.remove(at)
+	if victim.xi != 0 {
+		o.liveExtras--
+		nl = o.maybeCompact(nl)
+	}
 	o.cur.Store(nl)
-	o.dups.removed(&victim)
-	return &Change{Rule: victim, fam: o.fam, l: nl}, nil
+	o.dups.removed(&victim, vx)
+	return Change{Rule: victim, x: vx, fam: o.fam, l: nl}, nil
+}
+
+// maybeCompact rebuilds the extras table once most of it belongs to
+// deleted rules, renumbering the survivors (amortized O(1) per delete).
+func (o *Ops) maybeCompact(l *list) *list {
+	if len(l.extras) < 64 || len(l.extras) < 2*o.liveExtras {
+		return l
+	}
+	nl := &list{n: l.n, chunks: make([][]Rule, len(l.chunks)), extras: make([]*Extra, 0, o.liveExtras)}
+	for c, rs := range l.chunks {
+		cp := append([]Rule(nil), rs...)
+		for k := range cp {
+			if cp[k].xi != 0 {
+				nl.extras = append(nl.extras, l.extras[cp[k].xi-1])
+				cp[k].xi = uint32(len(nl.extras))
+			}
+		}
+		nl.chunks[c] = cp
+	}
+	return nl
 }
 
 // delMatch is rule_find()'s predicate: only specified fields are compared.
-func (o *Ops) delMatch(e, r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
-	ex := e.ext()
+func (o *Ops) delMatch(l *list, e, r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
+	ex := l.ext(e)
 	switch {
 	case r.Action != 0 && e.Action != r.Action,
 		r.Table != 0 && e.Table != r.Table,
@@ -428,7 +460,7 @@ func (o *Ops) delMatch(e, r *Rule, x *Extra, m *rtnl.RuleMsg) bool {
 		x.DportMask != 0 && ex.DportMask != x.DportMask:
 		return false
 	}
-	return o.fam.compare(e, m)
+	return o.fam.compare(e, ex, m)
 }
 
 // Snapshot is an immutable view of the rule list for readers (dumps,
@@ -444,11 +476,16 @@ func (o *Ops) Snapshot() Snapshot { return Snapshot{fam: o.fam, l: o.cur.Load()}
 // Len returns the number of rules in the snapshot.
 func (s Snapshot) Len() int { return s.l.Len() }
 
-// Rule returns rule i (read only).
-func (s Snapshot) Rule(i int) *Rule { return s.l.At(i) }
-
-// Msg returns the dump message of rule i.
-func (s Snapshot) Msg(i int) *rtnl.RuleMsg {
+// Rule returns rule i and its selectors (read only).
+func (s Snapshot) Rule(i int) (*Rule, *Extra) {
 	r := s.l.At(i)
-	return fill(s.fam, r, r.Action == rtnl.FR_ACT_GOTO && s.l.FirstWithPref(r.Target) < 0)
+	return r, s.l.ext(r)
+}
+
+// Each calls fn for the rules from index i on, with their dump message,
+// until fn returns false (one walk, not one search per rule).
+func (s Snapshot) Each(i int, fn func(i int, m *rtnl.RuleMsg) bool) {
+	s.l.from(s.l.locate(i), i, func(k int, r *Rule) bool {
+		return fn(k, fill(s.fam, r, s.l.ext(r), r.Action == rtnl.FR_ACT_GOTO && !s.l.hasPref(r.Target)))
+	})
 }

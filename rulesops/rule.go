@@ -6,31 +6,33 @@ import (
 	"github.com/nlemu/nlemu/rtnl"
 )
 
+
 // Rule is one policy rule as stored: struct fib_rule plus the family part
 // (fib4_rule / fib6_rule). The fields every rule has are kept inline; the
-// rarely used selectors live in Extra, which is nil for a plain
-// "from all lookup T" rule, so that millions of rules stay small (32 bytes).
-// Rules are values: a snapshot of a rule list never changes, except for the
-// interface indexes in Extra, which device events update atomically (the
-// kernel's lockless ifindex writes).
+// rarely used selectors live in an Extra that the rule names by index in its
+// list's extras table (0 = none, a plain "from all lookup T" rule). A Rule
+// therefore holds no pointer: millions of them cost 28 bytes each and the
+// garbage collector never scans them. Rules are values: a snapshot of a rule
+// list never changes, except for the interface indexes in Extra, which
+// device events update atomically (the kernel's lockless ifindex writes).
 type Rule struct {
 	Pref     uint32
 	Table    uint32
 	Flags    uint32 // stored verbatim from the request
 	Target   uint32 // goto target priority
+	xi       uint32 // 1 + index in the list's extras; 0 = plain
 	Action   uint8
 	Protocol uint8
 	SrcLen   uint8
 	DstLen   uint8
 	// Tos is the rule's TOS value in TOS mode (hdr.tos), 0 otherwise.
 	Tos uint8
-	x   *Extra
 }
 
 // Extra holds the selectors most rules do not use.
 type Extra struct {
 	IIFName, OIFName   [16]byte // nla_strscpy'd names, zero padded
-	iifIndex, oifIndex atomic.Int32
+	iifIndex, oifIndex int32    // 0 none, -1 detached; atomic access
 	Mark, MarkMask     uint32
 	TunID              uint64
 	SuppressIfgroup    int32
@@ -54,31 +56,12 @@ const uidInvalid = 0xFFFFFFFF
 
 var plainExtra = Extra{SuppressIfgroup: -1, SuppressPrefixlen: -1, UIDEnd: uidInvalid}
 
-func newExtra() *Extra {
-	x := &Extra{}
-	x.copyFrom(&plainExtra)
-	return x
-}
-
-// copyFrom copies every field (atomics by value).
-func (x *Extra) copyFrom(o *Extra) {
-	x.IIFName, x.OIFName = o.IIFName, o.OIFName
-	x.iifIndex.Store(o.iifIndex.Load())
-	x.oifIndex.Store(o.oifIndex.Load())
-	x.Mark, x.MarkMask, x.TunID = o.Mark, o.MarkMask, o.TunID
-	x.SuppressIfgroup, x.SuppressPrefixlen = o.SuppressIfgroup, o.SuppressPrefixlen
-	x.L3MDev, x.UIDStart, x.UIDEnd, x.IPProto = o.L3MDev, o.UIDStart, o.UIDEnd, o.IPProto
-	x.Sport, x.Dport, x.SportMask, x.DportMask = o.Sport, o.Dport, o.SportMask, o.DportMask
-	x.Src, x.Dst = o.Src, o.Dst
-	x.DSCPFull, x.DSCP, x.DSCPMask = o.DSCPFull, o.DSCP, o.DSCPMask
-	x.FlowLabel, x.FlowLabelMask, x.Realm = o.FlowLabel, o.FlowLabelMask, o.Realm
-}
 
 // isPlain reports whether x carries nothing beyond the defaults, so that the
 // rule can drop it.
 func (x *Extra) isPlain() bool {
 	return x.IIFName == [16]byte{} && x.OIFName == [16]byte{} &&
-		x.iifIndex.Load() == 0 && x.oifIndex.Load() == 0 &&
+		x.iifIndex == 0 && x.oifIndex == 0 &&
 		x.Mark == 0 && x.MarkMask == 0 && x.TunID == 0 &&
 		x.SuppressIfgroup == -1 && x.SuppressPrefixlen == -1 && x.L3MDev == 0 &&
 		x.UIDStart == 0 && x.UIDEnd == uidInvalid && x.IPProto == 0 &&
@@ -87,22 +70,11 @@ func (x *Extra) isPlain() bool {
 		x.FlowLabel == 0 && x.FlowLabelMask == 0 && x.Realm == 0
 }
 
-// ext returns the rule's Extra, or the shared defaults (read only).
-func (r *Rule) ext() *Extra {
-	if r.x == nil {
-		return &plainExtra
-	}
-	return r.x
-}
-
 // IIFIndex returns the bound input ifindex: 0 none, -1 detached.
-func (r *Rule) IIFIndex() int32 { return r.ext().iifIndex.Load() }
+func (x *Extra) IIFIndex() int32 { return atomic.LoadInt32(&x.iifIndex) }
 
 // OIFIndex returns the bound output ifindex: 0 none, -1 detached.
-func (r *Rule) OIFIndex() int32 { return r.ext().oifIndex.Load() }
-
-// Extra returns the rule's rarely used selectors (defaults when it has none).
-func (r *Rule) Extra() *Extra { return r.ext() }
+func (x *Extra) OIFIndex() int32 { return atomic.LoadInt32(&x.oifIndex) }
 
 func uidRangeSet(start, end uint32) bool { return start != uidInvalid && end != uidInvalid }
 
@@ -124,8 +96,7 @@ func cstr(b *[16]byte) []byte {
 
 // fill builds the message fib_nl_fill_rule() would send for r. unresolved
 // is the goto state, which depends on the rest of the list.
-func fill(fam *family, r *Rule, unresolved bool) *rtnl.RuleMsg {
-	x := r.ext()
+func fill(fam *family, r *Rule, x *Extra, unresolved bool) *rtnl.RuleMsg {
 	m := &rtnl.RuleMsg{Family: fam.id, Action: r.Action, Flags: r.Flags}
 	if r.Table < 256 {
 		m.Table = uint8(r.Table)
@@ -144,14 +115,14 @@ func fill(fam *family, r *Rule, unresolved bool) *rtnl.RuleMsg {
 	if x.IIFName[0] != 0 {
 		m.IIFName = cstr(&x.IIFName)
 		m.Set(rtnl.FRA_IIFNAME)
-		if x.iifIndex.Load() == -1 {
+		if x.IIFIndex() == -1 {
 			m.Flags |= rtnl.FIB_RULE_IIF_DETACHED
 		}
 	}
 	if x.OIFName[0] != 0 {
 		m.OIFName = cstr(&x.OIFName)
 		m.Set(rtnl.FRA_OIFNAME)
-		if x.oifIndex.Load() == -1 {
+		if x.OIFIndex() == -1 {
 			m.Flags |= rtnl.FIB_RULE_OIF_DETACHED
 		}
 	}

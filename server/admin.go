@@ -30,7 +30,7 @@ func (c *conn) admin(m *rtnl.Message) {
 		}
 		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_NETNS_LIST, 0, m.Header.Sequence, c.portid, b), true)
 	case rtnl.NLEMU_STATS:
-		b, _ := json.Marshal(c.srv.Stats())
+		b, _ := json.Marshal(c.srv.stats(c))
 		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_STATS, 0, m.Header.Sequence, c.portid, b), true)
 	}
 	var rerr *rtnl.Error
@@ -72,19 +72,22 @@ var typeNames = map[int]string{
 var familyNames = map[uint8]string{rtnl.AF_INET: "inet", rtnl.AF_INET6: "inet6", rtnl.RTNL_FAMILY_IPMR: "ipmr", rtnl.RTNL_FAMILY_IP6MR: "ip6mr"}
 
 // Stats returns the server's counters.
-func (s *Server) Stats() Stats {
+func (s *Server) Stats() Stats { return s.stats(nil) }
+
+func (s *Server) stats(self *conn) Stats {
 	ls := s.rtnlLock.Stats()
+	tot := s.totals(self)
 	st := Stats{
 		RTNLMode: s.rcfg.Mode.String(), RTNLAcquisitions: ls.Acquisitions,
 		RTNLWaitS: ls.Wait.Seconds(), RTNLHoldS: ls.Hold.Seconds(),
-		Namespaces: s.nsm.Len(), Datagrams: s.stats.datagrams.Load(),
+		Namespaces: s.nsm.Len(), Datagrams: tot.datagrams,
 		Messages: map[string]uint64{}, Errors: map[string]uint64{}, Rules: map[string]int{},
 	}
 	s.mu.Lock()
 	st.Sockets = len(s.conns)
 	s.mu.Unlock()
-	for t := range s.stats.byType {
-		if n := s.stats.byType[t].Load(); n > 0 {
+	for t := range tot.byType {
+		if n := tot.byType[t]; n > 0 {
 			name, ok := typeNames[t]
 			if !ok {
 				name = "type_" + itoa(t)
@@ -92,8 +95,8 @@ func (s *Server) Stats() Stats {
 			st.Messages[name] = n
 		}
 	}
-	for e := range s.stats.byErrno {
-		if n := s.stats.byErrno[e].Load(); n > 0 {
+	for e := range tot.byErrno {
+		if n := tot.byErrno[e]; n > 0 {
 			st.Errors[errnoName(syscall.Errno(e))] = n
 		}
 	}

@@ -24,8 +24,12 @@ type conn struct {
 	strict  bool       // guarded by mu: NETLINK_GET_STRICT_CHK
 	groups  uint64     // guarded by mu: bit g-1 for group g
 	maxRecv int        // guarded by mu: largest receive buffer seen
-	dump    *dumpState // guarded by mu
-	closed  bool       // guarded by mu
+	dump    *dumpState     // guarded by mu
+	closed  bool           // guarded by mu
+	msgs    []rtnl.Message // guarded by mu: reused by handle
+	// st counts this socket's messages and errors; per socket (not shared
+	// atomics) so that sockets on different cores never share a cache line.
+	st counts // guarded by mu
 }
 
 type dumpState struct {
@@ -44,10 +48,12 @@ func (c *conn) handle(b []byte) {
 	if c.closed {
 		return
 	}
-	c.srv.stats.datagrams.Add(1)
-	for _, m := range rtnl.SplitDatagram(b) {
-		c.handleMsg(&m)
+	c.st.datagrams++
+	c.msgs = rtnl.AppendMessages(c.msgs[:0], b)
+	for i := range c.msgs {
+		c.handleMsg(&c.msgs[i])
 	}
+	clear(c.msgs)
 }
 
 func (c *conn) handleMsg(m *rtnl.Message) {
@@ -56,7 +62,7 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 		c.control(m)
 		return
 	}
-	c.srv.stats.countType(typ)
+	c.st.countType(typ)
 	// netlink_rcv_skb(): non-requests and control types are only acked.
 	if flags&rtnl.NLM_F_REQUEST == 0 || typ < rtnl.NLMSG_MIN_TYPE {
 		if flags&rtnl.NLM_F_ACK != 0 {
@@ -81,7 +87,7 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 
 func (c *conn) ack(m *rtnl.Message, err *rtnl.Error) {
 	if err != nil {
-		c.srv.stats.countErr(err.Errno)
+		c.st.countErr(err.Errno)
 	}
 	c.q.push(rtnl.AppendAck(nil, m, c.portid, err, rtnl.AckOptions{ExtAck: c.extAck, CapAck: c.capAck}), false)
 }
@@ -100,7 +106,7 @@ func (c *conn) dumpBatch() {
 	if done {
 		var err *rtnl.Error
 		if err = ds.d.Err(); err != nil {
-			c.srv.stats.countErr(err.Errno)
+			c.st.countErr(err.Errno)
 		}
 		withDone := rtnl.AppendDone(buf, ds.seq, c.portid, err, c.extAck)
 		if len(buf) > 0 && len(withDone) > size {
@@ -191,6 +197,7 @@ func (c *conn) close() {
 		c.closed = true
 		c.ns.SetGroups(c, 0)
 		c.dump = nil
+		c.srv.retire(&c.st)
 	}
 	c.mu.Unlock()
 	c.q.close()

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/nlemu/nlemu/nsmgr"
@@ -35,7 +34,9 @@ type Server struct {
 	rtnlLock rtnl.RTNL
 	rcfg     rulesops.Config
 	nsm      *nsmgr.Manager
-	stats    counters
+
+	statsMu     sync.Mutex
+	closedStats counts // guarded by statsMu
 
 	portMu sync.Mutex
 	ports  map[uint32]bool // guarded by portMu
@@ -150,7 +151,6 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 		c.bind(groups)
 	}
 	s.conns[c] = struct{}{}
-	s.stats.sockets.Add(1)
 	return c, nil
 }
 
@@ -202,22 +202,63 @@ func SocketPath(flag string) string {
 	return DefaultSocketPath()
 }
 
-// counters are the server's message statistics.
-type counters struct {
-	datagrams atomic.Uint64
-	sockets   atomic.Uint64
-	byType    [256]atomic.Uint64
-	byErrno   [256]atomic.Uint64
+// counts are message statistics: per socket while it is open, then added
+// to the server's total of closed sockets.
+type counts struct {
+	datagrams uint64
+	byType    [256]uint64
+	byErrno   [256]uint64
 }
 
-func (c *counters) countType(t uint16) {
+func (c *counts) countType(t uint16) {
 	if t < 256 {
-		c.byType[t].Add(1)
+		c.byType[t]++
 	}
 }
 
-func (c *counters) countErr(e syscall.Errno) {
+func (c *counts) countErr(e syscall.Errno) {
 	if e < 256 {
-		c.byErrno[e].Add(1)
+		c.byErrno[e]++
 	}
+}
+
+func (c *counts) add(o *counts) {
+	c.datagrams += o.datagrams
+	for i := range c.byType {
+		c.byType[i] += o.byType[i]
+		c.byErrno[i] += o.byErrno[i]
+	}
+}
+
+// retire adds a closing socket's counts to the server's.
+func (s *Server) retire(c *counts) {
+	s.statsMu.Lock()
+	s.closedStats.add(c)
+	s.statsMu.Unlock()
+}
+
+// totals returns the counts of every socket, open or closed. self, whose
+// lock the caller holds, is read without locking.
+func (s *Server) totals(self *conn) counts {
+	s.statsMu.Lock()
+	t := s.closedStats
+	s.statsMu.Unlock()
+	s.mu.Lock()
+	cs := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		if c == self {
+			t.add(&c.st)
+			continue
+		}
+		c.mu.Lock()
+		if !c.closed {
+			t.add(&c.st)
+		}
+		c.mu.Unlock()
+	}
+	return t
 }

@@ -1,12 +1,125 @@
 package main
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/nlemu/nlemu/loadgen"
+	"github.com/nlemu/nlemu/rtnl"
 )
 
-// runLoad implements `nlemu load` (issue: the seed's load test).
+// runLoad implements `nlemu load`: the seed's parallel rule-load test.
 func runLoad(args []string) int {
-	fmt.Fprintln(os.Stderr, "nlemu load: not built yet")
-	return 1
+	fs := flag.NewFlagSet("nlemu load", flag.ContinueOnError)
+	netns := fs.Int("netns", 4096, "namespaces")
+	rules := fs.Int("rules", 1024, "rules per namespace and family")
+	family := fs.String("family", "4,6", "families, each loaded and timed separately: 4, 6 or 4,6")
+	driver := fs.String("driver", "inproc", "inproc (in-process client) or ip (real `ip -batch` through nlemu exec)")
+	mode := fs.String("rtnl", "first-ipv4", "first-ipv4, always, or both (back to back, with their ratio)")
+	parallel := fs.Int("parallel", 0, "namespaces loaded at once (default: all for inproc, 32 for ip)")
+	srv := fs.String("server", "", "socket of a running server (namespaces are left there); default: an embedded server")
+	prefix := fs.String("prefix", "ns-", "namespace name prefix")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := loadgen.Config{Netns: *netns, Rules: *rules, Driver: *driver, Parallel: *parallel, Server: *srv, Prefix: *prefix}
+	for _, f := range strings.Split(*family, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || (n != 4 && n != 6) {
+			fmt.Fprintf(os.Stderr, "nlemu load: --family takes 4, 6 or 4,6, not %q\n", *family)
+			return 2
+		}
+		cfg.Families = append(cfg.Families, n)
+	}
+	switch *mode {
+	case "both":
+		cfg.Modes = []rtnl.Mode{rtnl.ModeAlways, rtnl.ModeFirstIPv4}
+	default:
+		m, ok := rtnl.ParseMode(*mode)
+		if !ok {
+			fmt.Fprintf(os.Stderr, "nlemu load: --rtnl takes first-ipv4, always or both, not %q\n", *mode)
+			return 2
+		}
+		cfg.Modes = []rtnl.Mode{m}
+	}
+	if *driver == "ip" {
+		if exe, err := os.Executable(); err == nil {
+			cfg.NlemuBin = exe
+		}
+	}
+	var bar *progressbar.ProgressBar
+	if !*asJSON && term.IsTerminal(int(os.Stderr.Fd())) {
+		cfg.Start = func(fam int, m rtnl.Mode, total int) {
+			if bar != nil {
+				bar.Finish()
+			}
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
+				progressbar.OptionSetDescription(fmt.Sprintf("IPv%d rtnl=%s", fam, m)),
+				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100e6))
+		}
+		cfg.Progress = func(done, total int) { bar.Set(done) }
+	}
+	rep, err := loadgen.Execute(cfg)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu load: %v\n", err)
+		return 1
+	}
+	ok := true
+	for _, r := range rep.Runs {
+		ok = ok && r.Verified && r.Errors == 0
+	}
+	if *asJSON {
+		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
+	} else {
+		printReport(rep)
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+func printReport(rep *loadgen.Report) {
+	fmt.Printf("%d namespaces x %d rules, driver %s\n\n", rep.Netns, rep.Rules, rep.Driver)
+	fmt.Printf("%-6s %-11s %8s %12s %10s %10s %10s %9s %9s %9s %9s %6s %8s\n",
+		"family", "rtnl", "wall_s", "rules/s", "rtnl_acq", "rtnl_wait", "rtnl_hold", "ns_p50", "ns_p90", "ns_p99", "ns_max", "errors", "verified")
+	for _, r := range rep.Runs {
+		fmt.Printf("IPv%-3d %-11s %8.3f %12.0f %10d %9.3fs %9.3fs %8.3fs %8.3fs %8.3fs %8.3fs %6d %8v\n",
+			r.Family, r.RTNL, r.WallS, r.RulesPerS, r.RTNLAcquisitions, r.RTNLWaitS, r.RTNLHoldS,
+			r.NsP50S, r.NsP90S, r.NsP99S, r.NsMaxS, r.Errors, r.Verified)
+		if r.FirstError != "" {
+			fmt.Printf("       first error: %s\n", r.FirstError)
+		}
+	}
+	// Before/after ratio per family when both modes ran.
+	for _, f := range []int{4, 6} {
+		var always, first *loadgen.Run
+		for i := range rep.Runs {
+			r := &rep.Runs[i]
+			if r.Family != f {
+				continue
+			}
+			if r.RTNL == "always" {
+				always = r
+			} else {
+				first = r
+			}
+		}
+		if always != nil && first != nil {
+			fmt.Printf("\nIPv%d: rtnl=always %.3fs -> rtnl=first-ipv4 %.3fs: %.2fx faster", f, always.WallS, first.WallS, always.WallS/first.WallS)
+		}
+	}
+	fmt.Printf("\npeak RSS %.1f MiB\n", float64(rep.PeakRSSBytes)/(1<<20))
 }
