@@ -46,10 +46,10 @@ type Env struct {
 // serialize on its own mutex (the seed's ops->lock); readers take the
 // current immutable list without locking.
 type Ops struct {
-	fam  *family
-	env  Env
-	mu   sync.Mutex // ops->lock; guards writes of cur
-	cur  atomic.Pointer[list]
+	fam        *family
+	env        Env
+	mu         sync.Mutex // ops->lock; guards writes of cur
+	cur        atomic.Pointer[list]
 	dups       dupIndex // guarded by mu
 	liveExtras int      // guarded by mu: rules with an Extra
 	// custom is fib_has_custom_rules (IPv4) / fib6_has_custom_rules (IPv6):

@@ -6,7 +6,6 @@ import (
 	"github.com/nlemu/nlemu/rtnl"
 )
 
-
 // Rule is one policy rule as stored: struct fib_rule plus the family part
 // (fib4_rule / fib6_rule). The fields every rule has are kept inline; the
 // rarely used selectors live in an Extra that the rule names by index in its
@@ -55,7 +54,6 @@ type Extra struct {
 const uidInvalid = 0xFFFFFFFF
 
 var plainExtra = Extra{SuppressIfgroup: -1, SuppressPrefixlen: -1, UIDEnd: uidInvalid}
-
 
 // isPlain reports whether x carries nothing beyond the defaults, so that the
 // rule can drop it.

@@ -18,12 +18,12 @@ type conn struct {
 	portid uint32
 	q      *queue
 
-	mu      sync.Mutex // serializes request handling and dump batches
-	extAck  bool       // guarded by mu: NETLINK_EXT_ACK
-	capAck  bool       // guarded by mu: NETLINK_CAP_ACK
-	strict  bool       // guarded by mu: NETLINK_GET_STRICT_CHK
-	groups  uint64     // guarded by mu: bit g-1 for group g
-	maxRecv int        // guarded by mu: largest receive buffer seen
+	mu      sync.Mutex     // serializes request handling and dump batches
+	extAck  bool           // guarded by mu: NETLINK_EXT_ACK
+	capAck  bool           // guarded by mu: NETLINK_CAP_ACK
+	strict  bool           // guarded by mu: NETLINK_GET_STRICT_CHK
+	groups  uint64         // guarded by mu: bit g-1 for group g
+	maxRecv int            // guarded by mu: largest receive buffer seen
 	dump    *dumpState     // guarded by mu
 	closed  bool           // guarded by mu
 	msgs    []rtnl.Message // guarded by mu: reused by handle
