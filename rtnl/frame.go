@@ -58,13 +58,11 @@ func AppendMessages(msgs []Message, b []byte) []Message {
 // AppendHeader appends a netlink header for a message of total length n
 // (header included) to dst.
 func AppendHeader(dst []byte, n int, typ, flags uint16, seq, pid uint32) []byte {
-	var h [NLMSG_HDRLEN]byte
-	ne.PutUint32(h[0:], uint32(n))
-	ne.PutUint16(h[4:], typ)
-	ne.PutUint16(h[6:], flags)
-	ne.PutUint32(h[8:], seq)
-	ne.PutUint32(h[12:], pid)
-	return append(dst, h[:]...)
+	dst = ne.AppendUint32(dst, uint32(n))
+	dst = ne.AppendUint16(dst, typ)
+	dst = ne.AppendUint16(dst, flags)
+	dst = ne.AppendUint32(dst, seq)
+	return ne.AppendUint32(dst, pid)
 }
 
 // AppendMessage appends one complete message (header + payload parts,
@@ -73,6 +71,9 @@ func AppendMessage(dst []byte, typ, flags uint16, seq, pid uint32, parts ...[]by
 	n := NLMSG_HDRLEN
 	for _, p := range parts {
 		n += len(p)
+	}
+	if dst == nil {
+		dst = make([]byte, 0, align4(n))
 	}
 	dst = AppendHeader(dst, n, typ, flags, seq, pid)
 	for _, p := range parts {

@@ -19,29 +19,25 @@ type dupIndex struct {
 	groups map[uint32]map[uint64]int32 // pref -> generic-key hash -> count
 }
 
+// dupKey is every generic field rule_exists() compares exactly.
+type dupKey struct {
+	pref, table, mark, markMask, uidStart, uidEnd uint32
+	suppressIfgroup, suppressPrefixlen            int32
+	tunID                                         uint64
+	sport, dport                                  [2]uint16
+	sportMask, dportMask                          uint16
+	action, protocol, l3mdev, ipProto             uint8
+	iif, oif                                      [16]byte
+}
+
 func (d *dupIndex) key(r *Rule, x *Extra) uint64 {
-	var h maphash.Hash
-	h.SetSeed(d.seed)
-	var b [64]byte
-	put32 := func(o int, v uint32) { b[o], b[o+1], b[o+2], b[o+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
-	put32(0, r.Pref)
-	put32(4, r.Table)
-	b[8], b[9], b[10], b[11] = r.Action, r.Protocol, x.L3MDev, x.IPProto
-	put32(12, x.Mark)
-	put32(16, x.MarkMask)
-	put32(20, uint32(x.SuppressIfgroup))
-	put32(24, uint32(x.SuppressPrefixlen))
-	put32(28, x.UIDStart)
-	put32(32, x.UIDEnd)
-	put32(36, uint32(x.Sport[0])|uint32(x.Sport[1])<<16)
-	put32(40, uint32(x.Dport[0])|uint32(x.Dport[1])<<16)
-	put32(44, uint32(x.SportMask)|uint32(x.DportMask)<<16)
-	put32(48, uint32(x.TunID))
-	put32(52, uint32(x.TunID>>32))
-	h.Write(b[:56])
-	h.Write(x.IIFName[:])
-	h.Write(x.OIFName[:])
-	return h.Sum64()
+	return maphash.Comparable(d.seed, dupKey{
+		pref: r.Pref, table: r.Table, mark: x.Mark, markMask: x.MarkMask, uidStart: x.UIDStart, uidEnd: x.UIDEnd,
+		suppressIfgroup: x.SuppressIfgroup, suppressPrefixlen: x.SuppressPrefixlen, tunID: x.TunID,
+		sport: x.Sport, dport: x.Dport, sportMask: x.SportMask, dportMask: x.DportMask,
+		action: r.Action, protocol: r.Protocol, l3mdev: x.L3MDev, ipProto: x.IPProto,
+		iif: x.IIFName, oif: x.OIFName,
+	})
 }
 
 // mayExist reports whether r (with selectors x) could have a duplicate:

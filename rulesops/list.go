@@ -112,7 +112,18 @@ func (l *list) insert(r Rule, extras []*Extra) *list {
 	nr = append(nr, old[p.o:]...)
 	var repl [][]Rule
 	if len(nr) > chunkMax {
+		// Split where the inserts are going: right after the new rule when
+		// it is near the start (automatic priorities insert right after
+		// the local rule), right before it near the end (ascending
+		// priorities append), in the middle otherwise. The chunk that takes
+		// the next inserts then starts small and stays cheap to copy.
 		h := len(nr) / 2
+		switch {
+		case p.o < 4:
+			h = p.o + 1
+		case p.o > len(nr)-4:
+			h = p.o
+		}
 		repl = [][]Rule{nr[:h:h], nr[h:]}
 	} else {
 		repl = [][]Rule{nr}

@@ -269,13 +269,17 @@ func (o *Ops) nl2ruleLocked(l *list, r *Rule, x *Extra, m *rtnl.RuleMsg) *rtnl.E
 		return rtnl.Errorf(syscall.EINVAL, "Backward goto not supported")
 	}
 	if o.env.Devices != nil {
+		// Copies of the names go to the interface call, so that x itself
+		// can stay on the caller's stack.
 		if x.IIFName[0] != 0 {
-			if i := o.env.Devices.IndexByName(cstr(&x.IIFName)); i > 0 {
+			name := x.IIFName
+			if i := o.env.Devices.IndexByName(cstr(&name)); i > 0 {
 				x.iifIndex = i
 			}
 		}
 		if x.OIFName[0] != 0 {
-			if i := o.env.Devices.IndexByName(cstr(&x.OIFName)); i > 0 {
+			name := x.OIFName
+			if i := o.env.Devices.IndexByName(cstr(&name)); i > 0 {
 				x.oifIndex = i
 			}
 		}

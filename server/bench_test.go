@@ -1,0 +1,42 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/nlemu/nlemu/rtnl"
+	T "github.com/nlemu/nlemu/rtnl/rtnltest"
+	"github.com/nlemu/nlemu/server"
+)
+
+// BenchmarkInprocRuleAdd is one `rule add from all table i` round trip
+// (send, handle, ACK, receive) on an in-process socket, the unit of the
+// seed's load; every 1,024 rules it starts over in a fresh namespace.
+func BenchmarkInprocRuleAdd(b *testing.B) {
+	const per = 1024
+	reqs := make([][]byte, per)
+	for i := range reqs {
+		reqs[i] = T.Msg(rtnl.RTM_NEWRULE, T.AddFlags, uint32(i+1), T.Body(T.V4(uint8(i%250+1)), T.Table(uint32(i+1))))
+	}
+	srv := server.New(server.Config{})
+	defer srv.Close()
+	var c *server.Client
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%per == 0 {
+			b.StopTimer()
+			if c != nil {
+				c.Close()
+				srv.Namespaces().Del("b")
+			}
+			srv.Namespaces().Add("b")
+			c, _ = srv.Dial(server.Options{Namespace: "b"})
+			b.StartTimer()
+		}
+		c.Send(reqs[i%per])
+		r, err := c.Recv()
+		if err != nil || len(r) != 36 {
+			b.Fatalf("reply %x %v", r, err)
+		}
+	}
+}
