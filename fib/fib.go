@@ -21,7 +21,7 @@ const (
 // Tables is the table registry of one family in one namespace.
 type Tables struct {
 	mu  sync.Mutex
-	ids map[uint32]struct{} // guarded by mu
+	ids idSet // guarded by mu
 	// merged is true while the IPv4 local table is an alias of main (no
 	// custom IPv4 rule yet): fib_trie_unmerge() has not run.
 	merged    atomic.Bool
@@ -32,29 +32,34 @@ type Tables struct {
 // NewIPv4 returns the IPv4 tables of a fresh namespace: local and main
 // (merged: local is an alias of main) and default.
 func NewIPv4() *Tables {
-	t := &Tables{ids: map[uint32]struct{}{tableLocal: {}, tableMain: {}, tableDefault: {}}, maxTables: ^uint32(0)}
+	t := &Tables{maxTables: ^uint32(0)}
+	t.ids.add(tableLocal)
+	t.ids.add(tableMain)
+	t.ids.add(tableDefault)
 	t.merged.Store(true)
 	return t
 }
 
 // NewIPv6 returns the IPv6 tables of a fresh namespace: local and main.
 func NewIPv6() *Tables {
-	return &Tables{ids: map[uint32]struct{}{tableLocal: {}, tableMain: {}}, maxTables: ^uint32(0)}
+	t := &Tables{maxTables: ^uint32(0)}
+	t.ids.add(tableLocal)
+	t.ids.add(tableMain)
+	return t
 }
 
 // Exists reports whether table id exists.
 func (t *Tables) Exists(id uint32) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.ids[id]
-	return ok
+	return t.ids.has(id)
 }
 
 // Create creates table id if it does not exist (fib_new_table(),
 // fib6_new_table()).
 func (t *Tables) Create(id uint32) error {
 	t.mu.Lock()
-	t.ids[id] = struct{}{}
+	t.ids.add(id)
 	t.mu.Unlock()
 	return nil
 }
@@ -65,8 +70,8 @@ func (t *Tables) AllocEmpty() (uint32, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id := uint32(1); id != 0 && id <= t.maxTables; id++ {
-		if _, ok := t.ids[id]; !ok {
-			t.ids[id] = struct{}{}
+		if !t.ids.has(id) {
+			t.ids.add(id)
 			return id, true
 		}
 	}
@@ -94,5 +99,44 @@ func (t *Tables) Unmerges() uint64 { return t.unmerges.Load() }
 func (t *Tables) Count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.ids)
+	return t.ids.n
+}
+
+// idSet is a set of table ids: a bitmap for the ids below 1<<16 that
+// people use (an IPv6 rule creates its table, so the seed's load creates
+// 1,024 tables per namespace), a map for the rest.
+type idSet struct {
+	bits []uint64
+	big  map[uint32]struct{}
+	n    int
+}
+
+const bitmapIDs = 1 << 16
+
+func (s *idSet) has(id uint32) bool {
+	if id < bitmapIDs {
+		w := int(id / 64)
+		return w < len(s.bits) && s.bits[w]&(1<<(id%64)) != 0
+	}
+	_, ok := s.big[id]
+	return ok
+}
+
+func (s *idSet) add(id uint32) {
+	if s.has(id) {
+		return
+	}
+	s.n++
+	if id < bitmapIDs {
+		w := int(id / 64)
+		if w >= len(s.bits) {
+			s.bits = append(s.bits, make([]uint64, w+1-len(s.bits))...)
+		}
+		s.bits[w] |= 1 << (id % 64)
+		return
+	}
+	if s.big == nil {
+		s.big = map[uint32]struct{}{}
+	}
+	s.big[id] = struct{}{}
 }

@@ -161,6 +161,16 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 		return nil, ns.changeRule(req)
 	case rtnl.RTM_GETLINK:
 		return nil, ns.getLink(req)
+	case rtnl.RTM_GETNSID:
+		// rtnl_net_getid(): nlemu namespaces have no ids for kernel netns
+		// files, so every peer is "not assigned" (-1), as for a namespace
+		// the kernel has not numbered (`ip monitor` asks for each one).
+		if req.Self != nil {
+			var body [4]byte
+			nsid := []byte{8, 0, 1, 0, 0xff, 0xff, 0xff, 0xff} // NETNSA_NSID = -1
+			req.Self.Deliver(rtnl.AppendMessage(nil, rtnl.RTM_NEWNSID, 0, m.Header.Sequence, req.PortID, body[:], nsid))
+		}
+		return nil, nil
 	}
 	return nil, rtnl.Errno(syscall.EOPNOTSUPP)
 }

@@ -101,6 +101,8 @@ const (
 	RTM_NEWRULE  = 32
 	RTM_DELRULE  = 33
 	RTM_GETRULE  = 34
+	RTM_NEWNSID  = 88
+	RTM_GETNSID  = 90
 	RTM_MAX      = 0x7f + 4 // generous upper bound of types the kernel knows
 )
 

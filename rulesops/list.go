@@ -12,12 +12,31 @@ const chunkMax = 64
 // Readers use a *list without locks; writers build a new one and publish
 // it. Chunks hold rules by value and contain no pointers.
 type list struct {
-	chunks [][]Rule // each non-empty, sorted
+	chunks []*chunk // each non-empty, sorted
 	n      int
 	// extras holds the Extra of non-plain rules (Rule.xi - 1). It only
 	// grows: a new list may append to the backing array beyond this list's
 	// length, which no older list can see, so sharing it is safe.
 	extras []*Extra
+}
+
+// chunk is an immutable window of rules. Chunks that grow at one end
+// (automatic priorities insert at the front, ascending explicit priorities
+// at the back) keep spare room in their backing array: the writer puts the
+// next rule into a slot no published window covers and publishes a window
+// one larger, so that such inserts copy no rules at all.
+type chunk struct {
+	rules []Rule   // the published window: own.arr[off : off+len(rules)]
+	own   *backing // nil for an exact-size chunk that is never grown in place
+	off   int
+}
+
+// backing is a chunk array with spare room. lo and hi bound the slots any
+// published window has ever covered; only the writer (under the ops mutex)
+// reads or writes them.
+type backing struct {
+	arr    []Rule
+	lo, hi int
 }
 
 var emptyList = &list{}
@@ -26,7 +45,7 @@ func newList(rules []Rule) *list {
 	l := &list{n: len(rules)}
 	for i := 0; i < len(rules); i += chunkMax {
 		j := min(i+chunkMax, len(rules))
-		l.chunks = append(l.chunks, append([]Rule(nil), rules[i:j]...))
+		l.chunks = append(l.chunks, &chunk{rules: append([]Rule(nil), rules[i:j]...)})
 	}
 	return l
 }
@@ -48,39 +67,42 @@ type pos struct{ c, o int }
 // locate returns the position of global index i (0 <= i <= n).
 func (l *list) locate(i int) pos {
 	for c, ch := range l.chunks {
-		if i < len(ch) {
+		if i < len(ch.rules) {
 			return pos{c, i}
 		}
-		i -= len(ch)
+		i -= len(ch.rules)
 	}
 	return pos{len(l.chunks), 0}
 }
 
 // At returns a pointer to rule i; it must not be modified. At(0) and At(1)
-// are O(1); others walk the chunk index.
+// are O(1) in practice; others walk the chunk index.
 func (l *list) At(i int) *Rule {
 	p := l.locate(i)
-	return &l.chunks[p.c][p.o]
+	return &l.chunks[p.c].rules[p.o]
 }
 
 // bound returns the position of the first rule with pref > p (upper) or
 // pref >= p (!upper).
 func (l *list) bound(p uint32, upper bool) pos {
 	less := func(x uint32) bool { return x < p || (upper && x == p) }
-	c := sort.Search(len(l.chunks), func(k int) bool { return !less(l.chunks[k][len(l.chunks[k])-1].Pref) })
+	c := sort.Search(len(l.chunks), func(k int) bool {
+		rs := l.chunks[k].rules
+		return !less(rs[len(rs)-1].Pref)
+	})
 	if c == len(l.chunks) {
 		return pos{c, 0}
 	}
-	rs := l.chunks[c]
+	rs := l.chunks[c].rules
 	return pos{c, sort.Search(len(rs), func(k int) bool { return !less(rs[k].Pref) })}
 }
 
 func (l *list) valid(p pos) bool { return p.c < len(l.chunks) }
 
-func (l *list) rule(p pos) *Rule { return &l.chunks[p.c][p.o] }
+func (l *list) rule(p pos) *Rule { return &l.chunks[p.c].rules[p.o] }
 
 func (l *list) next(p pos) pos {
-	if p.o+1 < len(l.chunks[p.c]) {
+	if p.o+1 < len(l.chunks[p.c].rules) {
 		return pos{p.c, p.o + 1}
 	}
 	return pos{p.c + 1, 0}
@@ -93,6 +115,44 @@ func (l *list) hasPref(p uint32) bool {
 	return l.valid(q) && l.rule(q).Pref == p
 }
 
+// prepend returns a chunk with r in front of ch, in place when ch's backing
+// has free room there, else nil.
+func (ch *chunk) prepend(r Rule) *chunk {
+	b := ch.own
+	if b == nil || ch.off == 0 || b.lo != ch.off {
+		return nil
+	}
+	b.lo--
+	b.arr[b.lo] = r
+	return &chunk{rules: b.arr[b.lo : ch.off+len(ch.rules) : ch.off+len(ch.rules)], own: b, off: b.lo}
+}
+
+// appendRule returns a chunk with r after ch, in place when ch's backing has
+// free room there, else nil.
+func (ch *chunk) appendRule(r Rule) *chunk {
+	b := ch.own
+	end := ch.off + len(ch.rules)
+	if b == nil || end == len(b.arr) || b.hi != end {
+		return nil
+	}
+	b.arr[end] = r
+	b.hi++
+	return &chunk{rules: b.arr[ch.off : end+1 : end+1], own: b, off: ch.off}
+}
+
+// growable returns a one-rule chunk whose backing has room for chunkMax-1
+// more rules on the side where they will come: in front (atFront) or behind.
+func growable(r Rule, atFront bool) *chunk {
+	b := &backing{arr: make([]Rule, chunkMax)}
+	i := 0
+	if atFront {
+		i = chunkMax - 1
+	}
+	b.arr[i] = r
+	b.lo, b.hi = i, i+1
+	return &chunk{rules: b.arr[i : i+1 : i+1], own: b, off: i}
+}
+
 // insert returns a new list with r inserted after every rule whose priority
 // is <= r.Pref (fib_newrule()'s list_add_rcu after the last such rule).
 func (l *list) insert(r Rule, extras []*Extra) *list {
@@ -103,50 +163,69 @@ func (l *list) insert(r Rule, extras []*Extra) *list {
 	}
 	p := l.bound(r.Pref, true)
 	if !l.valid(p) {
-		p = pos{len(l.chunks) - 1, len(l.chunks[len(l.chunks)-1])}
+		p = pos{len(l.chunks) - 1, len(l.chunks[len(l.chunks)-1].rules)}
 	}
-	old := l.chunks[p.c]
+	cur := l.chunks[p.c]
+	// The cheap cases: the rule goes at a chunk edge.
+	if p.o == 0 {
+		if nc := cur.prepend(r); nc != nil {
+			return l.replace(p.c, []*chunk{nc}, 1, extras)
+		}
+		if p.c > 0 {
+			if nc := l.chunks[p.c-1].appendRule(r); nc != nil {
+				return l.replace(p.c-1, []*chunk{nc}, 1, extras)
+			}
+		}
+		if len(cur.rules) == chunkMax {
+			return l.replace(p.c, []*chunk{growable(r, true), cur}, 1, extras)
+		}
+	}
+	if p.o == len(cur.rules) {
+		if nc := cur.appendRule(r); nc != nil {
+			return l.replace(p.c, []*chunk{nc}, 1, extras)
+		}
+		if len(cur.rules) == chunkMax {
+			return l.replace(p.c, []*chunk{cur, growable(r, false)}, 1, extras)
+		}
+	}
+	old := cur.rules
 	nr := make([]Rule, 0, len(old)+1)
 	nr = append(nr, old[:p.o]...)
 	nr = append(nr, r)
 	nr = append(nr, old[p.o:]...)
-	var repl [][]Rule
-	if len(nr) > chunkMax {
-		// Split where the inserts are going: right after the new rule when
-		// it is near the start (automatic priorities insert right after
-		// the local rule), right before it near the end (ascending
-		// priorities append), in the middle otherwise. The chunk that takes
-		// the next inserts then starts small and stays cheap to copy.
-		h := len(nr) / 2
-		switch {
-		case p.o < 4:
-			h = p.o + 1
-		case p.o > len(nr)-4:
-			h = p.o
-		}
-		repl = [][]Rule{nr[:h:h], nr[h:]}
-	} else {
-		repl = [][]Rule{nr}
+	if len(nr) <= chunkMax {
+		return l.replace(p.c, []*chunk{{rules: nr}}, 1, extras)
 	}
-	return l.replace(p.c, repl, 1, extras)
+	// Split where the inserts are going: just before the new rule when it
+	// is near the start (automatic priorities insert right after the local
+	// rule, so the new rule then starts a chunk that can grow in front),
+	// just after it near the end, in the middle otherwise.
+	h := len(nr) / 2
+	switch {
+	case p.o < 4:
+		h = max(p.o, 1)
+	case p.o > len(nr)-4:
+		h = min(p.o+1, len(nr)-1)
+	}
+	return l.replace(p.c, []*chunk{{rules: nr[:h:h]}, {rules: nr[h:]}}, 1, extras)
 }
 
 // remove returns a new list without the rule at p.
 func (l *list) remove(p pos) *list {
-	old := l.chunks[p.c]
+	old := l.chunks[p.c].rules
 	if len(old) == 1 {
 		return l.replace(p.c, nil, -1, l.extras)
 	}
 	nr := make([]Rule, 0, len(old)-1)
 	nr = append(nr, old[:p.o]...)
 	nr = append(nr, old[p.o+1:]...)
-	return l.replace(p.c, [][]Rule{nr}, -1, l.extras)
+	return l.replace(p.c, []*chunk{{rules: nr}}, -1, l.extras)
 }
 
 // replace builds a list with chunk c replaced by repl; delta is the change
 // in rule count.
-func (l *list) replace(c int, repl [][]Rule, delta int, extras []*Extra) *list {
-	chunks := make([][]Rule, 0, len(l.chunks)+len(repl)-1)
+func (l *list) replace(c int, repl []*chunk, delta int, extras []*Extra) *list {
+	chunks := make([]*chunk, 0, len(l.chunks)+len(repl)-1)
 	chunks = append(chunks, l.chunks[:c]...)
 	chunks = append(chunks, repl...)
 	chunks = append(chunks, l.chunks[c+1:]...)
@@ -157,7 +236,7 @@ func (l *list) replace(c int, repl [][]Rule, delta int, extras []*Extra) *list {
 // starting at i, until fn returns false.
 func (l *list) from(p pos, i int, fn func(i int, r *Rule) bool) {
 	for ; p.c < len(l.chunks); p = (pos{p.c + 1, 0}) {
-		rs := l.chunks[p.c]
+		rs := l.chunks[p.c].rules
 		for ; p.o < len(rs); p.o++ {
 			if !fn(i, &rs[p.o]) {
 				return

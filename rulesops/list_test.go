@@ -35,6 +35,10 @@ func TestListMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for round := 0; round < 20; round++ {
 		l, ref := emptyList, refList{}
+		if round%3 == 1 {
+			base := []Rule{{Pref: 0, Table: 255}, {Pref: 32766, Table: 254}, {Pref: 32767, Table: 253}}
+			l, ref = newList(base), refList(base)
+		}
 		type snap struct {
 			l   *list
 			ref refList
@@ -49,6 +53,15 @@ func TestListMatchesReference(t *testing.T) {
 			} else {
 				id++
 				r := Rule{Pref: uint32(rng.Intn(200)), Table: id}
+				switch round % 3 {
+				case 1: // automatic priorities: each just after the pref-0 rules
+					r.Pref = uint32(1 + rng.Intn(3))
+					if len(ref) > 1 && ref[1].Pref > 1 {
+						r.Pref = ref[1].Pref - 1
+					}
+				case 2: // ascending explicit priorities, appended at the end
+					r.Pref = uint32(op)
+				}
 				l = l.insert(r, nil)
 				ref = ref.insert(r)
 			}

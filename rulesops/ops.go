@@ -427,16 +427,16 @@ func (o *Ops) maybeCompact(l *list) *list {
 	if len(l.extras) < 64 || len(l.extras) < 2*o.liveExtras {
 		return l
 	}
-	nl := &list{n: l.n, chunks: make([][]Rule, len(l.chunks)), extras: make([]*Extra, 0, o.liveExtras)}
-	for c, rs := range l.chunks {
-		cp := append([]Rule(nil), rs...)
+	nl := &list{n: l.n, chunks: make([]*chunk, len(l.chunks)), extras: make([]*Extra, 0, o.liveExtras)}
+	for c, ch := range l.chunks {
+		cp := append([]Rule(nil), ch.rules...)
 		for k := range cp {
 			if cp[k].xi != 0 {
 				nl.extras = append(nl.extras, l.extras[cp[k].xi-1])
 				cp[k].xi = uint32(len(nl.extras))
 			}
 		}
-		nl.chunks[c] = cp
+		nl.chunks[c] = &chunk{rules: cp}
 	}
 	return nl
 }
