@@ -10,7 +10,7 @@ import (
 // IPv4 rules with the in-process driver and reports rules per second.
 func BenchmarkSeedLoad(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		rep, err := Execute(Config{Netns: 1024, Rules: 1024, Families: []int{4}, Modes: []rtnl.Mode{rtnl.ModeFirstIPv4}})
+		rep, err := Execute(Config{Netns: 4096, Rules: 1024, Families: []int{4}, Modes: []rtnl.Mode{rtnl.ModeFirstIPv4}})
 		if err != nil {
 			b.Fatal(err)
 		}

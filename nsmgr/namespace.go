@@ -132,7 +132,9 @@ type Dumper interface {
 }
 
 // Do handles one request (rtnetlink_rcv_msg()). It returns a Dumper when the
-// request started a dump (no ACK follows), or the outcome to acknowledge.
+// request started a dump (no ACK follows), or the outcome to acknowledge: an
+// error, or nil; an *rtnl.Error with Errno 0 is a success carrying a
+// warning for the ACK.
 func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 	m := req.Msg
 	typ := uint16(m.Header.Type)
@@ -198,7 +200,15 @@ func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
 		ch, err = ops.DelRule(rm)
 	}
 	if err != nil {
+		// An error without its own text keeps the parser's warning.
+		if rm.Warning != "" && err.Msg == "" {
+			err.Msg = rm.Warning
+		}
 		return err
+	}
+	var result *rtnl.Error
+	if rm.Warning != "" {
+		result = &rtnl.Error{Msg: rm.Warning}
 	}
 	// notify_rule_change(): after the locks are released.
 	echo := uint16(m.Header.Flags)&rtnl.NLM_F_ECHO != 0
@@ -208,7 +218,7 @@ func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
 	}
 	bcast := ns.hasListeners(ops.Group(), skip)
 	if !bcast && !echo {
-		return nil
+		return result
 	}
 	b := rtnl.AppendRule(nil, typ, 0, m.Header.Sequence, req.PortID, ch.Msg())
 	if bcast {
@@ -217,7 +227,7 @@ func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
 	if echo && req.Self != nil {
 		req.Self.Deliver(b)
 	}
-	return nil
+	return result
 }
 
 type emptyDump struct{}

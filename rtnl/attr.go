@@ -70,3 +70,7 @@ func (it *attrIter) next() (rawAttr, bool) {
 	it.off += align4(n)
 	return a, true
 }
+
+// leftover is __nla_validate_parse()'s "rem" after the walk: bytes after
+// the last whole attribute (negative when its padding was cut short).
+func (it *attrIter) leftover() int { return len(it.b) - it.off }

@@ -92,20 +92,22 @@ type AckOptions struct {
 }
 
 // AppendAck appends the NLMSG_ERROR message the kernel's netlink_ack() sends
-// for req: err == nil is a success ACK (always capped: header only);
+// for req: err == nil, or an err with Errno 0 carrying only a warning text,
+// is a success ACK (always capped: header only);
 // an error echoes the whole request unless the socket set NETLINK_CAP_ACK;
 // extended-ack TLVs follow only when the socket set NETLINK_EXT_ACK.
 func AppendAck(dst []byte, req *Message, portid uint32, err *Error, o AckOptions) []byte {
 	var flags uint16
 	echo := req.Raw[:NLMSG_HDRLEN]
 	code := int32(0)
-	if err != nil {
+	failed := err != nil && err.Errno != 0
+	if failed {
 		code = -int32(err.Errno)
 		if !o.CapAck {
 			echo = req.Raw
 		}
 	}
-	if err == nil || o.CapAck {
+	if !failed || o.CapAck {
 		flags |= NLM_F_CAPPED
 	}
 	var tlvs []byte
@@ -141,6 +143,11 @@ func encodeExtAck(e *Error) []byte {
 	ae := netlink.NewAttributeEncoder()
 	if e.Msg != "" {
 		ae.String(NLMSGERR_ATTR_MSG, e.Msg)
+	}
+	if e.Errno == 0 {
+		// netlink_ack_tlv_fill(): only the message on success.
+		b, _ := ae.Encode()
+		return b
 	}
 	if e.Offset != 0 {
 		ae.Uint32(NLMSGERR_ATTR_OFFS, e.Offset)

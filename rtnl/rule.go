@@ -40,6 +40,11 @@ type RuleMsg struct {
 	FlowLabel, FlowLabelMask                      uint32 // host values of be32s
 
 	attrs []byte // undecoded attributes of a request
+
+	// Warning is the extack text a successful parse leaves behind ("bytes
+	// leftover after parsing attributes"), which the kernel reports even in
+	// a success ACK unless a later error replaces it.
+	Warning string
 }
 
 // Has reports whether attribute t was present.
@@ -233,6 +238,9 @@ func (m *RuleMsg) ParseAttrs() *Error {
 	for it := (attrIter{b: m.attrs, base: ruleAttrBase}); ; {
 		a, ok := it.next()
 		if !ok {
+			if it.leftover() > 0 {
+				m.Warning = "bytes leftover after parsing attributes"
+			}
 			return nil
 		}
 		if err := m.parseAttr(a); err != nil {

@@ -189,6 +189,18 @@ func (l *list) insert(r Rule, extras []*Extra) *list {
 		}
 	}
 	old := cur.rules
+	if p.o > 0 && p.o < 4 && len(old)-p.o+1 <= chunkMax/2 && len(old) > 2 {
+		// A rule going right after the first few (automatic priorities
+		// insert just after the local rule): cut the chunk there and start
+		// a chunk that grows in front, instead of copying on every insert.
+		g := &backing{arr: make([]Rule, chunkMax)}
+		tail := old[p.o:]
+		i := chunkMax - len(tail) - 1
+		g.arr[i] = r
+		copy(g.arr[i+1:], tail)
+		g.lo, g.hi = i, chunkMax
+		return l.replace(p.c, []*chunk{{rules: old[:p.o:p.o]}, {rules: g.arr[i:chunkMax:chunkMax], own: g, off: i}}, 1, extras)
+	}
 	nr := make([]Rule, 0, len(old)+1)
 	nr = append(nr, old[:p.o]...)
 	nr = append(nr, r)

@@ -203,7 +203,14 @@ func DialUnix(path string, o Options) (*Client, error) {
 			uc.Close()
 			return nil, errors.New("nlemu: bad hello reply")
 		}
-		return &Client{portid: ne.Uint32(m.Data[4:]), uc: uc, buf: buf}, nil
+		cl := &Client{portid: ne.Uint32(m.Data[4:]), uc: uc, buf: buf}
+		// Tell the server the buffer we read with, as a netlink reader's
+		// recvmsg() does, so dump batches are sized like the kernel's.
+		if err := cl.SetSockopt(rtnl.SOL_NETLINK, rtnl.NLEMU_RECVLEN, inprocRecvLen); err != nil {
+			uc.Close()
+			return nil, err
+		}
+		return cl, nil
 	case rtnl.NLMSG_ERROR:
 		uc.Close()
 		return nil, helloError(m.Data)

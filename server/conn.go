@@ -80,13 +80,13 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 		c.dumpBatch()
 		return
 	}
-	if err != nil || flags&rtnl.NLM_F_ACK != 0 {
+	if (err != nil && err.Errno != 0) || flags&rtnl.NLM_F_ACK != 0 {
 		c.ack(m, err)
 	}
 }
 
 func (c *conn) ack(m *rtnl.Message, err *rtnl.Error) {
-	if err != nil {
+	if err != nil && err.Errno != 0 {
 		c.st.countErr(err.Errno)
 	}
 	c.q.push(rtnl.AppendAck(nil, m, c.portid, err, rtnl.AckOptions{ExtAck: c.extAck, CapAck: c.capAck}), false)

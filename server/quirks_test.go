@@ -10,6 +10,7 @@ import (
 
 	"github.com/nlemu/nlemu/rtnl"
 	T "github.com/nlemu/nlemu/rtnl/rtnltest"
+	"github.com/nlemu/nlemu/server"
 )
 
 // step is one rule operation and the errno it must get.
@@ -394,5 +395,29 @@ func TestQuirkLargeDumpBatchesLikeKernel(t *testing.T) { // A24: 3003 rules, 8 b
 	rules, _, batches := l.dump(famRules(rtnl.AF_INET))
 	if len(rules) != 3003 || batches != 8 {
 		t.Errorf("dumped %d rules in %d datagrams, kernel: 3003 in 8", len(rules), batches)
+	}
+}
+
+// TestQuirkLeftoverBytesWarningInSuccessAck: bytes after the last whole
+// attribute make the kernel's parser leave "bytes leftover after parsing
+// attributes" in the extack, which even a success ACK carries (ext-ack
+// sockets only), and errors without their own text (EEXIST) keep.
+func TestQuirkLeftoverBytesWarningInSuccessAck(t *testing.T) {
+	s := newSess(t, nil, optsExtAck)
+	body := append(v4(100, T.Pref(10)), 0, 0)
+	a := s.add(body)
+	if a.Errno != 0 || a.Msg != "bytes leftover after parsing attributes" || a.Flags != rtnl.NLM_F_CAPPED|rtnl.NLM_F_ACK_TLVS {
+		t.Errorf("success with leftover: %v flags %#x", a, a.Flags)
+	}
+	if a := s.add(body); a.Errno != int(syscall.EEXIST) || a.Msg != "bytes leftover after parsing attributes" {
+		t.Errorf("EEXIST with leftover: %v", a)
+	}
+	bad := append(T.Body(T.Hdr{Family: rtnl.AF_INET, Tos: 0x20, Table: 5, Action: 1}), 0, 0)
+	if a := s.add(bad); a.Msg != "Invalid tos" {
+		t.Errorf("own message replaces the warning: %v", a)
+	}
+	plain := newSess(t, s.srv, server.Options{})
+	if a := plain.add(append(v4(100, T.Pref(11)), 0, 0)); a.Errno != 0 || a.Msg != "" || a.Flags != rtnl.NLM_F_CAPPED {
+		t.Errorf("no ext-ack: %v flags %#x", a, a.Flags)
 	}
 }
