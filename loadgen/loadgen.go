@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -288,6 +289,7 @@ func (c *Config) load(t *target, names []string, fam int, mode rtnl.Mode, batch 
 	reqs := requests(fam, c.Rules)
 	var g errgroup.Group
 	g.SetLimit(c.Parallel)
+	stopProfile := startProfile(fam, mode)
 	start := time.Now()
 	for i, name := range names {
 		g.Go(func() error {
@@ -309,6 +311,7 @@ func (c *Config) load(t *target, names []string, fam int, mode rtnl.Mode, batch 
 	}
 	g.Wait()
 	wall := time.Since(start)
+	stopProfile()
 	after, err := t.stats()
 	if err != nil {
 		return nil, err
@@ -425,4 +428,26 @@ func peakRSS() uint64 {
 		}
 	}
 	return 0
+}
+
+// startProfile writes a CPU profile of the load phase to
+// $NLEMU_LOAD_CPUPROFILE.<family>.<mode> when that variable is set (for
+// people tuning nlemu; the verification is not included).
+func startProfile(fam int, mode rtnl.Mode) func() {
+	base := os.Getenv("NLEMU_LOAD_CPUPROFILE")
+	if base == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d.%s", base, fam, mode))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

@@ -24,8 +24,9 @@ type RuleMsg struct {
 
 	// Present has bit 1<<FRA_x set for each attribute present.
 	Present uint64
-	// Offset[t] is the offset of attribute t from the nlmsghdr (requests).
-	Offset [FRA_MAX + 1]uint32
+	// offs are the offsets from the nlmsghdr of the attributes that
+	// validation errors point at (FRA_DSCP..FRA_DSCP_MASK); see Off.
+	offs [FRA_MAX + 1 - ruleStrictStart]uint32
 
 	Dst, Src         []byte // raw address bytes, any length on input
 	IIFName, OIFName []byte // raw name bytes (trailing NUL stripped on input)
@@ -45,6 +46,16 @@ type RuleMsg struct {
 	// leftover after parsing attributes"), which the kernel reports even in
 	// a success ACK unless a later error replaces it.
 	Warning string
+}
+
+// Off returns the offset of attribute t from the start of the request's
+// nlmsghdr, for the attributes the kernel's semantic checks point at
+// (FRA_DSCP and later); 0 otherwise.
+func (m *RuleMsg) Off(t int) uint32 {
+	if t < ruleStrictStart || t > FRA_MAX {
+		return 0
+	}
+	return m.offs[t-ruleStrictStart]
 }
 
 // Has reports whether attribute t was present.
@@ -258,7 +269,9 @@ func (m *RuleMsg) parseAttr(a rawAttr) *Error {
 			return err
 		}
 		m.Set(int(a.typ))
-		m.Offset[a.typ] = a.off
+		if a.typ >= ruleStrictStart {
+			m.offs[a.typ-ruleStrictStart] = a.off
+		}
 		d := a.data
 		switch a.typ {
 		case FRA_DST:

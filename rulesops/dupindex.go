@@ -57,9 +57,12 @@ func (d *dupIndex) added(l *list, r *Rule) {
 		g[d.key(r, l.ext(r))]++
 		return
 	}
-	// Only look at the group's size when the new rule has a neighbour of
-	// the same priority: the common case (distinct priorities) stays O(log n).
+	// Only count the group when the new rule has a neighbour of the same
+	// priority: the common case (distinct priorities) costs one search.
 	p := l.bound(r.Pref, false)
+	if q := l.next(p); !l.valid(q) || l.rule(q).Pref != r.Pref {
+		return
+	}
 	n := 0
 	for q := p; l.valid(q) && l.rule(q).Pref == r.Pref && n < bigGroup; q = l.next(q) {
 		n++

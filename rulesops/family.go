@@ -53,10 +53,10 @@ func dscpChecks(m *rtnl.RuleMsg, x *Extra) *rtnl.Error {
 	}
 	if m.Has(rtnl.FRA_DSCP_MASK) {
 		if !x.DSCPFull {
-			return rtnl.AttrError(syscall.EINVAL, "Cannot specify DSCP mask without DSCP value", m.Offset[rtnl.FRA_DSCP_MASK])
+			return rtnl.AttrError(syscall.EINVAL, "Cannot specify DSCP mask without DSCP value", m.Off(rtnl.FRA_DSCP_MASK))
 		}
 		if x.DSCP&^m.DSCPMask != 0 {
-			return rtnl.AttrError(syscall.EINVAL, "Invalid DSCP mask", m.Offset[rtnl.FRA_DSCP_MASK])
+			return rtnl.AttrError(syscall.EINVAL, "Invalid DSCP mask", m.Off(rtnl.FRA_DSCP_MASK))
 		}
 		x.DSCPMask = m.DSCPMask
 	}
@@ -118,7 +118,7 @@ func (f *family) configure(env *Env, r *Rule, x *Extra, m *rtnl.RuleMsg) *rtnl.E
 				return &rtnl.Error{Errno: syscall.EINVAL, MissType: rtnl.FRA_FLOWLABEL_MASK}
 			}
 			if m.FlowLabelMask&^0x000FFFFF != 0 {
-				return rtnl.AttrError(syscall.EINVAL, "Invalid flow label mask", m.Offset[rtnl.FRA_FLOWLABEL_MASK])
+				return rtnl.AttrError(syscall.EINVAL, "Invalid flow label mask", m.Off(rtnl.FRA_FLOWLABEL_MASK))
 			}
 			if m.FlowLabel&^m.FlowLabelMask != 0 {
 				return rtnl.Errorf(syscall.EINVAL, "Flow label and mask do not match")

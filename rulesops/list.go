@@ -237,11 +237,12 @@ func (l *list) remove(p pos) *list {
 // replace builds a list with chunk c replaced by repl; delta is the change
 // in rule count.
 func (l *list) replace(c int, repl []*chunk, delta int, extras []*Extra) *list {
-	chunks := make([]*chunk, 0, len(l.chunks)+len(repl)-1)
-	chunks = append(chunks, l.chunks[:c]...)
-	chunks = append(chunks, repl...)
-	chunks = append(chunks, l.chunks[c+1:]...)
-	return &list{chunks: chunks, n: l.n + delta, extras: extras}
+	nl := allocList(len(l.chunks) + len(repl) - 1)
+	nl.n, nl.extras = l.n+delta, extras
+	nl.chunks = append(nl.chunks, l.chunks[:c]...)
+	nl.chunks = append(nl.chunks, repl...)
+	nl.chunks = append(nl.chunks, l.chunks[c+1:]...)
+	return nl
 }
 
 // From calls fn for rules from position p on, with their global index
@@ -260,3 +261,33 @@ func (l *list) from(p pos, i int, fn func(i int, r *Rule) bool) {
 
 // All calls fn for each rule in order until fn returns false.
 func (l *list) All(fn func(i int, r *Rule) bool) { l.from(pos{}, 0, fn) }
+
+// allocList returns a list whose chunk index has room for n chunks, in one
+// allocation for the sizes most namespaces have (publishing a list is the
+// hot path of every rule change).
+func allocList(n int) *list {
+	switch {
+	case n <= 8:
+		x := &struct {
+			l list
+			a [8]*chunk
+		}{}
+		x.l.chunks = x.a[:0:n]
+		return &x.l
+	case n <= 16:
+		x := &struct {
+			l list
+			a [16]*chunk
+		}{}
+		x.l.chunks = x.a[:0:n]
+		return &x.l
+	case n <= 32:
+		x := &struct {
+			l list
+			a [32]*chunk
+		}{}
+		x.l.chunks = x.a[:0:n]
+		return &x.l
+	}
+	return &list{chunks: make([]*chunk, 0, n)}
+}

@@ -232,7 +232,7 @@ func portSelector(m *rtnl.RuleMsg, rangeAttr, maskAttr int, pr [2]uint16, mask u
 		}
 		rng = pr
 	}
-	off := m.Offset[maskAttr]
+	off := m.Off(maskAttr)
 	switch {
 	case m.Has(maskAttr):
 		if !portRangeValid(rng) {

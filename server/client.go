@@ -106,11 +106,18 @@ func (cl *Client) recvInproc(to time.Duration) ([]byte, error) {
 		q.cond.Wait()
 	}
 	timedOut := expired && q.head >= len(q.items) && q.err == 0 && !q.closed
+	var (
+		b     []byte
+		errno syscall.Errno
+		ok    bool
+	)
+	if !timedOut {
+		b, errno, ok = q.popLocked()
+	}
 	q.mu.Unlock()
 	if timedOut {
 		return nil, ErrTimeout
 	}
-	b, errno, ok := q.pop(false)
 	if !ok {
 		return nil, net.ErrClosed
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nlemu/nlemu/nsmgr"
@@ -18,15 +19,19 @@ type conn struct {
 	portid uint32
 	q      *queue
 
-	mu      sync.Mutex     // serializes request handling and dump batches
-	extAck  bool           // guarded by mu: NETLINK_EXT_ACK
-	capAck  bool           // guarded by mu: NETLINK_CAP_ACK
-	strict  bool           // guarded by mu: NETLINK_GET_STRICT_CHK
-	groups  uint64         // guarded by mu: bit g-1 for group g
-	maxRecv int            // guarded by mu: largest receive buffer seen
-	dump    *dumpState     // guarded by mu
-	closed  bool           // guarded by mu
-	msgs    []rtnl.Message // guarded by mu: reused by handle
+	mu      sync.Mutex // serializes request handling and dump batches
+	extAck  bool       // guarded by mu: NETLINK_EXT_ACK
+	capAck  bool       // guarded by mu: NETLINK_CAP_ACK
+	strict  bool       // guarded by mu: NETLINK_GET_STRICT_CHK
+	groups  uint64     // guarded by mu: bit g-1 for group g
+	maxRecv int        // guarded by mu: largest receive buffer seen
+	dump    *dumpState // guarded by mu
+	// dumping mirrors dump != nil and maxRecvSeen maxRecv, so that a
+	// reader can skip taking mu after each receive.
+	dumping     atomic.Bool
+	maxRecvSeen atomic.Int64
+	closed      bool           // guarded by mu
+	msgs        []rtnl.Message // guarded by mu: reused by handle
 	// st counts this socket's messages and errors; per socket (not shared
 	// atomics) so that sockets on different cores never share a cache line.
 	st counts // guarded by mu
@@ -77,6 +82,7 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 			return
 		}
 		c.dump = &dumpState{d: d, seq: m.Header.Sequence}
+		c.dumping.Store(true)
 		c.dumpBatch()
 		return
 	}
@@ -116,6 +122,7 @@ func (c *conn) dumpBatch() {
 		}
 		buf = withDone
 		c.dump = nil
+		c.dumping.Store(false)
 	}
 	c.q.push(buf, true)
 }
@@ -123,10 +130,14 @@ func (c *conn) dumpBatch() {
 // afterRead continues a dump once the reader has drained its queue to half
 // the receive buffer, as netlink_recvmsg() does.
 func (c *conn) afterRead(bufLen int) {
+	if !c.dumping.Load() && bufLen <= int(c.maxRecvSeen.Load()) {
+		return // the common case: nothing to do, no lock taken
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if bufLen > c.maxRecv {
 		c.maxRecv = bufLen
+		c.maxRecvSeen.Store(int64(bufLen))
 	}
 	if c.dump != nil && !c.closed && c.q.roomForDump() {
 		c.dumpBatch()
@@ -175,6 +186,7 @@ func (c *conn) setsockopt(level, name int, v uint32) {
 		case rtnl.NLEMU_RECVLEN:
 			if int(v) > c.maxRecv {
 				c.maxRecv = int(v)
+				c.maxRecvSeen.Store(int64(v))
 			}
 		}
 	case level == rtnl.SOL_SOCKET && name == rtnl.SO_RCVBUF:

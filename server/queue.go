@@ -83,6 +83,16 @@ func (q *queue) pop(block bool) ([]byte, syscall.Errno, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
+		if !block || q.err != 0 || q.head < len(q.items) || q.closed {
+			return q.popLocked()
+		}
+		q.cond.Wait()
+	}
+}
+
+// popLocked is one non-blocking pop with q.mu held.
+func (q *queue) popLocked() ([]byte, syscall.Errno, bool) {
+	for {
 		if q.err != 0 {
 			e := q.err
 			q.err = 0
@@ -100,10 +110,7 @@ func (q *queue) pop(block bool) ([]byte, syscall.Errno, bool) {
 			q.bytes -= len(b)
 			return b, 0, true
 		}
-		if q.closed || !block {
-			return nil, 0, !q.closed
-		}
-		q.cond.Wait()
+		return nil, 0, !q.closed
 	}
 }
 

@@ -206,26 +206,20 @@ func SocketPath(flag string) string {
 // to the server's total of closed sockets.
 type counts struct {
 	datagrams uint64
-	byType    [256]uint64
-	byErrno   [256]uint64
+	byType    [128]uint64 // rtnetlink types are < 128; others count at 127
+	byErrno   [136]uint64 // errnos are < 134; others count at 135
 }
 
-func (c *counts) countType(t uint16) {
-	if t < 256 {
-		c.byType[t]++
-	}
-}
+func (c *counts) countType(t uint16) { c.byType[min(int(t), len(c.byType)-1)]++ }
 
-func (c *counts) countErr(e syscall.Errno) {
-	if e < 256 {
-		c.byErrno[e]++
-	}
-}
+func (c *counts) countErr(e syscall.Errno) { c.byErrno[min(int(e), len(c.byErrno)-1)]++ }
 
 func (c *counts) add(o *counts) {
 	c.datagrams += o.datagrams
 	for i := range c.byType {
 		c.byType[i] += o.byType[i]
+	}
+	for i := range c.byErrno {
 		c.byErrno[i] += o.byErrno[i]
 	}
 }
