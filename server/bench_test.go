@@ -40,3 +40,41 @@ func BenchmarkInprocRuleAdd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUnixRuleAdd is BenchmarkInprocRuleAdd over the Unix socket
+// transport (what `ip` pays through the shim, minus the shim).
+func BenchmarkUnixRuleAdd(b *testing.B) {
+	const per = 1024
+	reqs := make([][]byte, per)
+	for i := range reqs {
+		reqs[i] = T.Msg(rtnl.RTM_NEWRULE, T.AddFlags, uint32(i+1), T.Body(T.V4(uint8(i%250+1)), T.Table(uint32(i+1))))
+	}
+	srv := server.New(server.Config{})
+	defer srv.Close()
+	path := b.TempDir() + "/s.sock"
+	if _, err := srv.ListenUnix(path); err != nil {
+		b.Fatal(err)
+	}
+	var c *server.Client
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%per == 0 {
+			b.StopTimer()
+			if c != nil {
+				c.Close()
+				srv.Namespaces().Del("b")
+			}
+			srv.Namespaces().Add("b")
+			var err error
+			if c, err = server.DialUnix(path, server.Options{Namespace: "b"}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		c.Send(reqs[i%per])
+		r, err := c.Recv()
+		if err != nil || len(r) != 36 {
+			b.Fatalf("reply %x %v", r, err)
+		}
+	}
+}

@@ -139,3 +139,14 @@ func (q *queue) close() {
 	q.cond.Broadcast()
 	q.mu.Unlock()
 }
+
+// wait blocks until the queue has a datagram or an error to deliver, and
+// reports false once it is closed.
+func (q *queue) wait() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.head >= len(q.items) && q.err == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	return !q.closed
+}

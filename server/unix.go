@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -106,7 +107,7 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	uc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	hello, err := readDatagram(raw)
 	uc.SetReadDeadline(time.Time{})
-	if err != nil {
+	if err != nil || hello == nil {
 		return
 	}
 	msgs := rtnl.SplitDatagram(hello)
@@ -141,24 +142,13 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	// Keep the kernel's socket buffer small so that this socket's own
 	// receive queue (and its ENOBUFS) decides, not the AF_UNIX buffer.
 	uc.SetWriteBuffer(serverSndbuf)
+	w := &unixWriter{c: c, uc: uc}
 	writerDone := make(chan struct{})
 	go func() {
+		// Delivers what arrives without a request: notifications, and the
+		// rest of a dump the reader keeps draining.
 		defer close(writerDone)
-		for {
-			b, errno, ok := c.q.pop(true)
-			if !ok {
-				return
-			}
-			if errno != 0 {
-				var e [4]byte
-				ne.PutUint32(e[:], uint32(errno))
-				b = rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
-			}
-			if _, err := uc.Write(b); err != nil {
-				c.close()
-				return
-			}
-			c.afterRead(0)
+		for c.q.wait() && w.drain() {
 		}
 	}()
 	for {
@@ -167,10 +157,49 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 			break
 		}
 		c.handle(b)
+		// Answer from this goroutine: a reply goes out without waking
+		// the writer.
+		if !w.drain() {
+			break
+		}
 	}
 	c.close()
 	s.forget(c)
 	<-writerDone
+}
+
+// unixWriter moves a connection's queued datagrams into its socket; the
+// reader (after each request) and the writer goroutine (for everything
+// else) both drain, one at a time, so order is kept.
+type unixWriter struct {
+	mu sync.Mutex
+	c  *conn
+	uc *net.UnixConn
+}
+
+// drain writes every queued datagram; false when the socket is gone.
+func (w *unixWriter) drain() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		b, errno, ok := w.c.q.pop(false)
+		if !ok {
+			return false
+		}
+		if b == nil && errno == 0 {
+			return true
+		}
+		if errno != 0 {
+			var e [4]byte
+			ne.PutUint32(e[:], uint32(errno))
+			b = rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
+		}
+		if _, err := w.uc.Write(b); err != nil {
+			w.c.close()
+			return false
+		}
+		w.c.afterRead(0)
+	}
 }
 
 func indexByte(s string, c byte) int {
@@ -192,38 +221,40 @@ func helloNack(req []byte, errno syscall.Errno, msg string) []byte {
 	return rtnl.AppendAck(nil, &msgs[0], 0, rtnl.Errorf(errno, msg), rtnl.AckOptions{ExtAck: true, CapAck: true})
 }
 
-// readDatagram reads one whole datagram, sized first with
-// MSG_PEEK|MSG_TRUNC so that no datagram is ever truncated. It returns
-// (nil, nil) at end of stream.
+// maxDatagram bounds what a client can send in one datagram: more than an
+// AF_UNIX socket's largest send buffer allows.
+const maxDatagram = 1 << 20
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, maxDatagram); return &b }}
+
+// readDatagram reads one whole datagram with a single recvfrom into a
+// pooled buffer larger than any datagram a client can send, and returns a
+// copy of exactly its bytes (the pooled buffer is held only during the
+// syscall, so idle or blocked connections hold none). It returns (nil, nil)
+// at end of stream.
 func readDatagram(raw syscall.RawConn) ([]byte, error) {
 	var (
 		out  []byte
 		rerr error
 		eof  bool
 	)
-	var small [1]byte
 	err := raw.Read(func(fd uintptr) bool {
-		n, _, e := unix.Recvfrom(int(fd), small[:], unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
-		if e == unix.EAGAIN {
+		bp := readBufs.Get().(*[]byte)
+		defer readBufs.Put(bp)
+		buf := *bp
+		n, _, e := unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		switch {
+		case e == unix.EAGAIN:
 			return false
-		}
-		if e != nil {
+		case e != nil:
 			rerr = e
-			return true
-		}
-		if n == 0 {
+		case n == 0:
 			// A zero-length read is end of stream on SEQPACKET (an empty
-			// datagram cannot be told apart); treat as EOF.
+			// datagram cannot be told apart).
 			eof = true
-			return true
+		default:
+			out = append([]byte(nil), buf[:min(n, len(buf))]...)
 		}
-		out = make([]byte, n)
-		m, _, e := unix.Recvfrom(int(fd), out, unix.MSG_DONTWAIT)
-		if e != nil {
-			rerr = e
-			return true
-		}
-		out = out[:m]
 		return true
 	})
 	if err != nil {

@@ -8,9 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -23,8 +21,8 @@ const execUsage = `usage: nlemu exec [--socket PATH] [-n NAME] [--] CMD [ARGS...
 Runs CMD with its NETLINK_ROUTE sockets attached to namespace NAME of the
 nlemu server (default namespace: "default"). CMD must be a dynamically linked
 libc program (such as iproute2's ip); the redirection is an LD_PRELOAD shim.
-stdin, stdout and stderr are passed through; the exit code is CMD's (128+N
-when CMD is killed by signal N).
+nlemu exec replaces itself with CMD (execve), so stdin, stdout, stderr,
+signals and the exit status are CMD's own.
 
 The server socket is --socket, else $NLEMU_SOCKET, else the per-user default.
 `
@@ -68,19 +66,11 @@ func runExec(args []string) int {
 		return 1
 	}
 
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = execEnv(os.Environ(), lib, path, *ns)
-	// CMD stands in for this process: if nlemu is killed, so is CMD. The
-	// parent-death signal is tied to the thread that forks, so keep it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
+	// Become CMD (execve): stdin, stdout, stderr, signals and the exit
+	// status are CMD's own, and no extra process stands between CMD and
+	// the caller (the seed's loop starts thousands of these).
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
 		// the shell's conventions: 127 not found, 126 not runnable
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(os.Stderr, "nlemu exec: %s: command not found\n", argv[0])
@@ -89,33 +79,12 @@ func runExec(args []string) int {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
 		return 126
 	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				// Pass on what was sent to us (a terminal's ^C reaches
-				// CMD directly as well; a second SIGINT is harmless for
-				// the programs this is meant for).
-				_ = cmd.Process.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
-	err = cmd.Wait()
-	close(done)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		if ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ws.ExitStatus()
+	err = syscall.Exec(bin, argv, execEnv(os.Environ(), lib, path, *ns))
+	fmt.Fprintf(os.Stderr, "nlemu exec: %s: %v\n", argv[0], err)
+	if errors.Is(err, os.ErrNotExist) {
+		return 127
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
-		return 1
-	}
-	return 0
+	return 126
 }
 
 // execEnv returns env with the shim preloaded (ahead of any LD_PRELOAD the
