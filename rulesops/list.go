@@ -140,17 +140,18 @@ func (ch *chunk) appendRule(r Rule) *chunk {
 	return &chunk{rules: b.arr[ch.off : end+1 : end+1], own: b, off: ch.off}
 }
 
-// growable returns a one-rule chunk whose backing has room for chunkMax-1
-// more rules on the side where they will come: in front (atFront) or behind.
-func growable(r Rule, atFront bool) *chunk {
+// growable returns a chunk holding rules in a backing array of chunkMax
+// slots, with the free room in front (atFront) or behind, where the next
+// inserts are expected.
+func growable(rules []Rule, atFront bool) *chunk {
 	b := &backing{arr: make([]Rule, chunkMax)}
 	i := 0
 	if atFront {
-		i = chunkMax - 1
+		i = chunkMax - len(rules)
 	}
-	b.arr[i] = r
-	b.lo, b.hi = i, i+1
-	return &chunk{rules: b.arr[i : i+1 : i+1], own: b, off: i}
+	copy(b.arr[i:], rules)
+	b.lo, b.hi = i, i+len(rules)
+	return &chunk{rules: b.arr[b.lo:b.hi:b.hi], own: b, off: i}
 }
 
 // insert returns a new list with r inserted after every rule whose priority
@@ -166,18 +167,41 @@ func (l *list) insert(r Rule, extras []*Extra) *list {
 		p = pos{len(l.chunks) - 1, len(l.chunks[len(l.chunks)-1].rules)}
 	}
 	cur := l.chunks[p.c]
+	// A rule equal in priority to the one before it continues a run that
+	// grows behind (ties keep insertion order); otherwise, automatic
+	// priorities count down and the list grows in front of the new rule.
+	var before *Rule
+	switch {
+	case p.o > 0:
+		before = &cur.rules[p.o-1]
+	case p.c > 0:
+		before = &l.chunks[p.c-1].rules[len(l.chunks[p.c-1].rules)-1]
+	}
+	behind := before != nil && before.Pref == r.Pref
 	// The cheap cases: the rule goes at a chunk edge.
 	if p.o == 0 {
-		if nc := cur.prepend(r); nc != nil {
-			return l.replace(p.c, []*chunk{nc}, 1, extras)
+		if !behind {
+			if nc := cur.prepend(r); nc != nil {
+				return l.replace(p.c, []*chunk{nc}, 1, extras)
+			}
 		}
 		if p.c > 0 {
 			if nc := l.chunks[p.c-1].appendRule(r); nc != nil {
 				return l.replace(p.c-1, []*chunk{nc}, 1, extras)
 			}
 		}
+		if behind {
+			if nc := cur.prepend(r); nc != nil {
+				return l.replace(p.c, []*chunk{nc}, 1, extras)
+			}
+		}
 		if len(cur.rules) == chunkMax {
-			return l.replace(p.c, []*chunk{growable(r, true), cur}, 1, extras)
+			return l.replace(p.c, []*chunk{growable([]Rule{r}, !behind), cur}, 1, extras)
+		}
+		if p.c > 0 && len(cur.rules) <= 4 {
+			// Ascending priorities below a short tail (main and default
+			// stay last): start a chunk that grows behind.
+			return l.replace(p.c, []*chunk{growable([]Rule{r}, false), cur}, 1, extras)
 		}
 	}
 	if p.o == len(cur.rules) {
@@ -185,40 +209,41 @@ func (l *list) insert(r Rule, extras []*Extra) *list {
 			return l.replace(p.c, []*chunk{nc}, 1, extras)
 		}
 		if len(cur.rules) == chunkMax {
-			return l.replace(p.c, []*chunk{cur, growable(r, false)}, 1, extras)
+			return l.replace(p.c, []*chunk{cur, growable([]Rule{r}, false)}, 1, extras)
 		}
 	}
 	old := cur.rules
-	if p.o > 0 && p.o < 4 && len(old)-p.o+1 <= chunkMax/2 && len(old) > 2 {
-		// A rule going right after the first few (automatic priorities
-		// insert just after the local rule): cut the chunk there and start
-		// a chunk that grows in front, instead of copying on every insert.
-		g := &backing{arr: make([]Rule, chunkMax)}
-		tail := old[p.o:]
-		i := chunkMax - len(tail) - 1
-		g.arr[i] = r
-		copy(g.arr[i+1:], tail)
-		g.lo, g.hi = i, chunkMax
-		return l.replace(p.c, []*chunk{{rules: old[:p.o:p.o]}, {rules: g.arr[i:chunkMax:chunkMax], own: g, off: i}}, 1, extras)
-	}
 	nr := make([]Rule, 0, len(old)+1)
 	nr = append(nr, old[:p.o]...)
 	nr = append(nr, r)
 	nr = append(nr, old[p.o:]...)
-	if len(nr) <= chunkMax {
+	if len(nr) <= chunkMax && !(p.c == 0 && p.o > 0 && p.o < 4 && len(nr) > 4) {
 		return l.replace(p.c, []*chunk{{rules: nr}}, 1, extras)
 	}
-	// Split where the inserts are going: just before the new rule when it
-	// is near the start (automatic priorities insert right after the local
-	// rule, so the new rule then starts a chunk that can grow in front),
-	// just after it near the end, in the middle otherwise.
-	h := len(nr) / 2
+	// Split where the inserts are going, leaving room on the side they will
+	// come to, so that the next ones go in place:
+	//   - near the start: the new rule starts a chunk that can grow in front
+	//     (automatic priorities insert just after the local rule, each new
+	//     one before the previous), and the part before it can grow behind
+	//     (rules appended after a run of equal priorities, e.g. priority 0);
+	//   - near the end: the part after the new rule can grow behind
+	//     (ascending explicit priorities);
+	//   - elsewhere: two exact halves.
 	switch {
 	case p.o < 4:
-		h = max(p.o, 1)
+		h := p.o // the new rule starts the part that grows in front
+		if behind || h == 0 {
+			h = p.o + 1 // or ends the part that grows behind
+		}
+		if len(nr)-h > chunkMax {
+			h = len(nr) - chunkMax
+		}
+		return l.replace(p.c, []*chunk{growable(nr[:h], false), growable(nr[h:], true)}, 1, extras)
 	case p.o > len(nr)-4:
-		h = min(p.o+1, len(nr)-1)
+		h := min(p.o, len(nr)-1)
+		return l.replace(p.c, []*chunk{{rules: nr[:h:h]}, growable(nr[h:], false)}, 1, extras)
 	}
+	h := len(nr) / 2
 	return l.replace(p.c, []*chunk{{rules: nr[:h:h]}, {rules: nr[h:]}}, 1, extras)
 }
 

@@ -33,9 +33,13 @@ func (r refList) firstWithPref(p uint32) int {
 // order, lookups, and that earlier snapshots never change.
 func TestListMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	for round := 0; round < 20; round++ {
+	for round := 0; round < 24; round++ {
 		l, ref := emptyList, refList{}
-		if round%3 == 1 {
+		if round%4 == 3 {
+			base := []Rule{{Pref: 0, Table: 255}, {Pref: 40, Table: 7}, {Pref: 32766, Table: 254}, {Pref: 32767, Table: 253}}
+			l, ref = newList(base), refList(base)
+		}
+		if round%4 == 1 {
 			base := []Rule{{Pref: 0, Table: 255}, {Pref: 32766, Table: 254}, {Pref: 32767, Table: 253}}
 			l, ref = newList(base), refList(base)
 		}
@@ -53,7 +57,9 @@ func TestListMatchesReference(t *testing.T) {
 			} else {
 				id++
 				r := Rule{Pref: uint32(rng.Intn(200)), Table: id}
-				switch round % 3 {
+				switch round % 4 {
+				case 3: // automatic priorities until they stick at 0
+					r.Pref = defaultPref(l)
 				case 1: // automatic priorities: each just after the pref-0 rules
 					r.Pref = uint32(1 + rng.Intn(3))
 					if len(ref) > 1 && ref[1].Pref > 1 {
