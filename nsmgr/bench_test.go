@@ -144,3 +144,37 @@ func BenchmarkLoad50kAscending(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMemorySeedScale loads the seed's 4,096 namespaces x 1,024 rules
+// (both families) through Namespace.Do and reports the live heap per rule
+// and in total after a GC: what the rule state itself costs.
+func BenchmarkMemorySeedScale(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		m := nsmgr.NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+		reqs := map[uint8][][]byte{}
+		for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+			for t := 1; t <= 1024; t++ {
+				reqs[fam] = append(reqs[fam], addReq(fam, uint32(t), 0))
+			}
+		}
+		for n := 1; n <= 4096; n++ {
+			name := fmt.Sprintf("ns-%d", n)
+			m.Add(name)
+			ns, _ := m.Get(name)
+			for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+				for _, r := range reqs[fam] {
+					do(b, ns, r)
+				}
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		live := float64(m1.HeapAlloc - m0.HeapAlloc)
+		b.ReportMetric(live/(1<<20), "liveMiB")
+		b.ReportMetric(live/(4096*2048), "B/rule")
+		runtime.KeepAlive(m)
+	}
+}

@@ -5,7 +5,7 @@ import "sort"
 // chunkMax is the most rules one chunk holds. Inserting copies one chunk
 // and the chunk index, so an insert costs O(chunkMax + n/chunkMax) instead of
 // the kernel's O(n) list walk, and every published list stays immutable.
-const chunkMax = 64
+const chunkMax = 128
 
 // list is an immutable, structurally shared rule list sorted by priority,
 // ties in insertion order: the RCU-protected rules_list of a fib_rules_ops.
