@@ -215,7 +215,9 @@ func Execute(c Config) (*Report, error) {
 		oldLim := debug.SetMemoryLimit(768 << 20)
 		defer debug.SetGCPercent(oldPct)
 		defer debug.SetMemoryLimit(oldLim)
-		warmHeap(512 << 20)
+		if c.Driver == "inproc" {
+			warmHeap(512 << 20)
+		}
 	}
 	rep := &Report{Netns: c.Netns, Rules: c.Rules, Driver: c.Driver}
 	var batch string
