@@ -17,10 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -398,40 +396,14 @@ func shimIP() string {
 	return ""
 }
 
-var (
-	shimNlemuOnce sync.Once
-	shimNlemuBin  string
-	shimNlemuErr  error
-)
-
-// shimNlemu builds the nlemu binary once per test process.
+// shimNlemu returns the nlemu binary, built once per test process.
 func shimNlemu(t *testing.T) string {
 	t.Helper()
-	shimNlemuOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		if _, err := os.Stat(filepath.Join(root, "cmd", "nlemu", "main.go")); err != nil {
-			shimNlemuErr = errors.New("cmd/nlemu/main.go does not exist yet")
-			return
-		}
-		dir, err := os.MkdirTemp("", "nlemu-shim-test-")
-		if err != nil {
-			shimNlemuErr = err
-			return
-		}
-		bin := filepath.Join(dir, "nlemu")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/nlemu")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			shimNlemuErr = fmt.Errorf("go build ./cmd/nlemu: %v\n%s", err, out)
-			return
-		}
-		shimNlemuBin = bin
-	})
-	if shimNlemuErr != nil {
-		t.Fatalf("%v", shimNlemuErr)
+	bin, err := ipcNlemuBinary()
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	return shimNlemuBin
+	return bin
 }
 
 // shimExec runs `nlemu exec --socket S -n NS -- args...` with stdin and
