@@ -194,7 +194,7 @@ func policyNest(p policy) []byte {
 
 const nlPolicyTypeAttrMask = 12
 
-var intSize = map[policyKind]int{polU8: 1, polU16: 2, polU32: 4, polU64: 8, polBE32: 4}
+var intSize = [...]int{polU8: 1, polU16: 2, polU32: 4, polU64: 8, polBE32: 4}
 
 // parseErr is the error fib_nl2rule reports for any policy failure: the
 // validator's message is replaced by "Error parsing msg" but the offset and

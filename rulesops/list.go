@@ -1,7 +1,5 @@
 package rulesops
 
-import "sort"
-
 // chunkMax is the most rules one chunk holds. Inserting copies one chunk
 // and the chunk index, so an insert costs O(chunkMax + n/chunkMax) instead of
 // the kernel's O(n) list walk, and every published list stays immutable.
@@ -83,18 +81,34 @@ func (l *list) At(i int) *Rule {
 }
 
 // bound returns the position of the first rule with pref > p (upper) or
-// pref >= p (!upper).
+// pref >= p (!upper): binary searches over the chunks' last rules, then
+// within one chunk (written out: this is on every insert).
 func (l *list) bound(p uint32, upper bool) pos {
-	less := func(x uint32) bool { return x < p || (upper && x == p) }
-	c := sort.Search(len(l.chunks), func(k int) bool {
-		rs := l.chunks[k].rules
-		return !less(rs[len(rs)-1].Pref)
-	})
-	if c == len(l.chunks) {
-		return pos{c, 0}
+	before := func(x uint32) bool { return x < p || (upper && x == p) }
+	lo, hi := 0, len(l.chunks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		rs := l.chunks[m].rules
+		if before(rs[len(rs)-1].Pref) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	rs := l.chunks[c].rules
-	return pos{c, sort.Search(len(rs), func(k int) bool { return !less(rs[k].Pref) })}
+	if lo == len(l.chunks) {
+		return pos{lo, 0}
+	}
+	rs := l.chunks[lo].rules
+	i, j := 0, len(rs)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if before(rs[m].Pref) {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	return pos{lo, i}
 }
 
 func (l *list) valid(p pos) bool { return p.c < len(l.chunks) }
