@@ -429,6 +429,3 @@ func AppendRule(dst []byte, typ, flags uint16, seq, pid uint32, m *RuleMsg) []by
 	attrs, _ := ae.Encode()
 	return AppendMessage(dst, typ, flags, seq, pid, h[:], attrs)
 }
-
-// RuleMsgSize returns the encoded size of m, for dump batching.
-func RuleMsgSize(m *RuleMsg) int { return len(AppendRule(nil, 0, 0, 0, 0, m)) }
