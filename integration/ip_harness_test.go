@@ -106,8 +106,16 @@ func newIPCEnv(t *testing.T) *ipcEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, sock := startTestServer(t, t.TempDir())
+	return &ipcEnv{ip: ip, nlemu: bin, srv: srv, sock: sock}
+}
+
+// startTestServer runs an nlemu server on dir/nlemu.sock until the test
+// ends.
+func startTestServer(t *testing.T, dir string) (*server.Server, string) {
+	t.Helper()
 	srv := server.New(server.Config{})
-	sock := filepath.Join(t.TempDir(), "nlemu.sock")
+	sock := filepath.Join(dir, "nlemu.sock")
 	ln, err := srv.ListenUnix(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +124,7 @@ func newIPCEnv(t *testing.T) *ipcEnv {
 		ln.Close()
 		srv.Close()
 	})
-	return &ipcEnv{ip: ip, nlemu: bin, srv: srv, sock: sock}
+	return srv, sock
 }
 
 // ipcSide is one namespace that `ip` can be run against.

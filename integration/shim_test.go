@@ -58,16 +58,7 @@ func newShimFixture(t *testing.T) *shimFixture {
 	if out, err := exec.Command("gcc", "-O1", "-Wall", "-o", prog, src, "-lpthread").CombinedOutput(); err != nil {
 		t.Fatalf("compiling shim_prog.c: %v\n%s", err, out)
 	}
-	srv := server.New(server.Config{})
-	sock := filepath.Join(dir, "nlemu.sock")
-	ln, err := srv.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ln.Close()
-		srv.Close()
-	})
+	srv, sock := startTestServer(t, dir)
 	return &shimFixture{srv: srv, sock: sock, lib: lib, prog: prog, dir: dir}
 }
 
