@@ -10,6 +10,10 @@ import (
 	"github.com/nlemu/nlemu/rtnl"
 )
 
+// listChunk bounds the names in one NETNS_LIST datagram, well inside the
+// server's send buffer and a client's 64 KiB read.
+const listChunk = 16 << 10
+
 // admin answers the administration control messages (docs/PROTOCOL.md).
 // Called with c.mu held.
 func (c *conn) admin(m *rtnl.Message) {
@@ -24,13 +28,20 @@ func (c *conn) admin(m *rtnl.Message) {
 	case rtnl.NLEMU_NETNS_DEL:
 		err = c.srv.nsm.Del(name)
 	case rtnl.NLEMU_NETNS_LIST:
+		// One NETNS_LIST message per datagram of at most listChunk
+		// bytes, split between names: a single datagram for 9,000
+		// names outgrew the socket buffer.
 		var b []byte
 		for _, n := range c.srv.nsm.List() {
+			if len(b) > 0 && len(b)+len(n)+1 > listChunk {
+				c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_NETNS_LIST, 0, m.Header.Sequence, c.portid, b), true)
+				b = nil
+			}
 			b = append(append(b, n...), 0)
 		}
 		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_NETNS_LIST, 0, m.Header.Sequence, c.portid, b), true)
 	case rtnl.NLEMU_STATS:
-		b, _ := json.Marshal(c.srv.stats(c))
+		b, _ := json.Marshal(c.srv.Stats())
 		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_STATS, 0, m.Header.Sequence, c.portid, b), true)
 	}
 	var rerr *rtnl.Error
@@ -71,12 +82,11 @@ var typeNames = map[int]string{
 
 var familyNames = map[uint8]string{rtnl.AF_INET: "inet", rtnl.AF_INET6: "inet6", rtnl.RTNL_FAMILY_IPMR: "ipmr", rtnl.RTNL_FAMILY_IP6MR: "ip6mr"}
 
-// Stats returns the server's counters.
-func (s *Server) Stats() Stats { return s.stats(nil) }
-
-func (s *Server) stats(self *conn) Stats {
+// Stats returns the server's counters. It takes no socket's lock, so it may
+// be called from any socket's handler.
+func (s *Server) Stats() Stats {
 	ls := s.rtnlLock.Stats()
-	tot := s.totals(self)
+	tot := s.totals()
 	st := Stats{
 		RTNLMode: s.rcfg.Mode.String(), RTNLAcquisitions: ls.Acquisitions,
 		RTNLWaitS: ls.Wait.Seconds(), RTNLHoldS: ls.Hold.Seconds(),

@@ -18,8 +18,8 @@ type AdminError struct {
 
 func (e *AdminError) Error() string { return e.Msg }
 
-// admin sends one administration request and returns the data reply (for
-// LIST and STATS) once the NLMSG_ERROR arrives.
+// admin sends one administration request and returns the data replies
+// (for LIST and STATS), concatenated, once the NLMSG_ERROR arrives.
 func (cl *Client) admin(typ uint16, payload []byte) ([]byte, error) {
 	if err := cl.Send(rtnl.AppendMessage(nil, typ, rtnl.NLM_F_REQUEST, 1, 0, payload)); err != nil {
 		return nil, err
@@ -33,7 +33,8 @@ func (cl *Client) admin(typ uint16, payload []byte) ([]byte, error) {
 		for _, m := range rtnl.SplitDatagram(b) {
 			switch uint16(m.Header.Type) {
 			case typ:
-				data = append([]byte(nil), m.Data...)
+				// NETNS_LIST may come in several messages.
+				data = append(data, m.Data...)
 			case rtnl.NLMSG_ERROR:
 				if len(m.Data) < 4 {
 					return nil, errors.New("nlemu: short reply")

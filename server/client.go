@@ -142,7 +142,6 @@ func (cl *Client) Close() error {
 	cl.mu.Unlock()
 	if cl.c != nil {
 		cl.c.close()
-		cl.c.srv.forget(cl.c)
 		return nil
 	}
 	return cl.uc.Close()

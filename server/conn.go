@@ -32,9 +32,13 @@ type conn struct {
 	maxRecvSeen atomic.Int64
 	closed      bool           // guarded by mu
 	msgs        []rtnl.Message // guarded by mu: reused by handle
-	// st counts this socket's messages and errors; per socket (not shared
-	// atomics) so that sockets on different cores never share a cache line.
-	st counts // guarded by mu
+	// st counts this socket's messages and errors: written under mu, read
+	// by STATS without it. Per socket, so that sockets on different cores
+	// never share a cache line.
+	st counts
+	// hangup, when set, ends the transport (the Unix connection) so that
+	// Server.Close also stops a reader blocked on its client.
+	hangup func() // guarded by mu
 }
 
 type dumpState struct {
@@ -53,7 +57,7 @@ func (c *conn) handle(b []byte) {
 	if c.closed {
 		return
 	}
-	c.st.datagrams++
+	c.st.countDatagram()
 	c.msgs = rtnl.AppendMessages(c.msgs[:0], b)
 	for i := range c.msgs {
 		c.handleMsg(&c.msgs[i])
@@ -209,9 +213,28 @@ func (c *conn) close() {
 		c.closed = true
 		c.ns.SetGroups(c, 0)
 		c.dump = nil
-		c.srv.retire(&c.st)
+		c.srv.retire(c)
 	}
+	hangup := c.hangup
+	c.hangup = nil
 	c.mu.Unlock()
 	c.q.close()
 	c.srv.releasePort(c.portid)
+	if hangup != nil {
+		hangup()
+	}
+}
+
+// onClose sets the transport's hangup, or runs it at once if the socket
+// is already closed (Server.Close may have come first).
+func (c *conn) onClose(hangup func()) {
+	c.mu.Lock()
+	if !c.closed {
+		c.hangup = hangup
+		hangup = nil
+	}
+	c.mu.Unlock()
+	if hangup != nil {
+		hangup()
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nlemu/nlemu/nsmgr"
@@ -35,17 +36,15 @@ type Server struct {
 	rcfg     rulesops.Config
 	nsm      *nsmgr.Manager
 
-	statsMu     sync.Mutex
-	closedStats counts // guarded by statsMu
-
 	portMu sync.Mutex
 	ports  map[uint32]bool // guarded by portMu
 	rover  uint32          // guarded by portMu
 
-	mu        sync.Mutex
-	listeners []*Listener        // guarded by mu
-	conns     map[*conn]struct{} // guarded by mu
-	closed    bool               // guarded by mu
+	mu          sync.Mutex
+	listeners   []*Listener        // guarded by mu
+	conns       map[*conn]struct{} // guarded by mu: open sockets
+	closedStats tally              // guarded by mu: counts of closed sockets
+	closed      bool               // guarded by mu
 }
 
 // New returns a server with one namespace, "default".
@@ -154,12 +153,6 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 	return c, nil
 }
 
-func (s *Server) forget(c *conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-}
-
 // Close stops every listener and closes every connection.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -202,57 +195,64 @@ func SocketPath(flag string) string {
 	return DefaultSocketPath()
 }
 
-// counts are message statistics: per socket while it is open, then added
-// to the server's total of closed sockets.
+// counts are one socket's message statistics. The socket's request
+// handler, under its conn.mu, is the only writer; STATS reads them with
+// atomic loads and never takes another socket's lock (two concurrent STATS
+// once deadlocked, each holding its own conn.mu and waiting for the
+// other's). With a single writer an increment is a load and a store, not
+// a locked add, so counting stays as cheap as a plain increment.
 type counts struct {
+	datagrams atomic.Uint64
+	byType    [128]atomic.Uint64 // rtnetlink types are < 128; others count at 127
+	byErrno   [136]atomic.Uint64 // errnos are < 134; others count at 135
+}
+
+func bump(v *atomic.Uint64) { v.Store(v.Load() + 1) }
+
+func (c *counts) countDatagram() { bump(&c.datagrams) }
+
+func (c *counts) countType(t uint16) { bump(&c.byType[min(int(t), len(c.byType)-1)]) }
+
+func (c *counts) countErr(e syscall.Errno) { bump(&c.byErrno[min(int(e), len(c.byErrno)-1)]) }
+
+// tally is a sum of counts: the server's total of closed sockets, or a
+// STATS snapshot.
+type tally struct {
 	datagrams uint64
-	byType    [128]uint64 // rtnetlink types are < 128; others count at 127
-	byErrno   [136]uint64 // errnos are < 134; others count at 135
+	byType    [128]uint64
+	byErrno   [136]uint64
 }
 
-func (c *counts) countType(t uint16) { c.byType[min(int(t), len(c.byType)-1)]++ }
-
-func (c *counts) countErr(e syscall.Errno) { c.byErrno[min(int(e), len(c.byErrno)-1)]++ }
-
-func (c *counts) add(o *counts) {
-	c.datagrams += o.datagrams
-	for i := range c.byType {
-		c.byType[i] += o.byType[i]
+func (t *tally) add(c *counts) {
+	t.datagrams += c.datagrams.Load()
+	for i := range t.byType {
+		t.byType[i] += c.byType[i].Load()
 	}
-	for i := range c.byErrno {
-		c.byErrno[i] += o.byErrno[i]
+	for i := range t.byErrno {
+		t.byErrno[i] += c.byErrno[i].Load()
 	}
 }
 
-// retire adds a closing socket's counts to the server's.
-func (s *Server) retire(c *counts) {
-	s.statsMu.Lock()
-	s.closedStats.add(c)
-	s.statsMu.Unlock()
-}
-
-// totals returns the counts of every socket, open or closed. self, whose
-// lock the caller holds, is read without locking.
-func (s *Server) totals(self *conn) counts {
-	s.statsMu.Lock()
-	t := s.closedStats
-	s.statsMu.Unlock()
+// retire removes a closing socket from the server and adds its counts to
+// the closed sockets' total, in one step under s.mu so that totals never
+// counts a socket twice or not at all.
+func (s *Server) retire(c *conn) {
 	s.mu.Lock()
-	cs := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		cs = append(cs, c)
+	if _, ok := s.conns[c]; ok {
+		delete(s.conns, c)
+		s.closedStats.add(&c.st)
 	}
 	s.mu.Unlock()
-	for _, c := range cs {
-		if c == self {
-			t.add(&c.st)
-			continue
-		}
-		c.mu.Lock()
-		if !c.closed {
-			t.add(&c.st)
-		}
-		c.mu.Unlock()
+}
+
+// totals returns the counts of every socket, open or closed. It takes no
+// socket's lock.
+func (s *Server) totals() tally {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.closedStats
+	for c := range s.conns {
+		t.add(&c.st)
 	}
 	return t
 }

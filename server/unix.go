@@ -117,6 +117,10 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	}
 	m := &msgs[0]
 	d := m.Data
+	if v := ne.Uint32(d); v != protocolVersion {
+		uc.Write(helloNack(hello, syscall.EPROTO, fmt.Sprintf("nlemu: unsupported protocol version %d (this server speaks %d)", v, protocolVersion)))
+		return
+	}
 	pid, opts, groups := ne.Uint32(d[4:]), ne.Uint32(d[8:]), ne.Uint32(d[12:])
 	name := string(d[16:])
 	if i := indexByte(name, 0); i >= 0 {
@@ -124,19 +128,20 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	}
 	c, err := s.open(name, pid, opts, groups)
 	if err != nil {
-		errno := syscall.EPROTO
+		errno, msg := syscall.ESHUTDOWN, "nlemu: the server is shutting down"
 		if errors.Is(err, ErrNoNamespace) {
-			errno = syscall.ENOENT
+			errno, msg = syscall.ENOENT, fmt.Sprintf("namespace %q does not exist", name)
 		}
-		uc.Write(helloNack(hello, errno, fmt.Sprintf("namespace %q does not exist", name)))
+		uc.Write(helloNack(hello, errno, msg))
 		return
 	}
+	// Server.Close hangs up on the client, ending the reader below.
+	c.onClose(func() { uc.Close() })
 	var p [8]byte
-	ne.PutUint32(p[0:], 1)
+	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)
 	if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p[:])); err != nil {
 		c.close()
-		s.forget(c)
 		return
 	}
 	// Keep the kernel's socket buffer small so that this socket's own
@@ -153,6 +158,12 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	}()
 	for {
 		b, err := readDatagram(raw)
+		if err == errTooBig {
+			if !w.sockErr(syscall.EMSGSIZE) {
+				break
+			}
+			continue
+		}
 		if err != nil || b == nil {
 			break
 		}
@@ -164,7 +175,6 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 		}
 	}
 	c.close()
-	s.forget(c)
 	<-writerDone
 }
 
@@ -202,6 +212,19 @@ func (w *unixWriter) drain() bool {
 	}
 }
 
+// sockErr sends a socket error after everything already queued.
+func (w *unixWriter) sockErr(errno syscall.Errno) bool {
+	if !w.drain() {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var e [4]byte
+	ne.PutUint32(e[:], uint32(errno))
+	_, err := w.uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:]))
+	return err == nil
+}
+
 func indexByte(s string, c byte) int {
 	for i := 0; i < len(s); i++ {
 		if s[i] == c {
@@ -221,9 +244,18 @@ func helloNack(req []byte, errno syscall.Errno, msg string) []byte {
 	return rtnl.AppendAck(nil, &msgs[0], 0, rtnl.Errorf(errno, msg), rtnl.AckOptions{ExtAck: true, CapAck: true})
 }
 
+// protocolVersion is the HELLO version this server speaks
+// (docs/PROTOCOL.md); any other is refused with EPROTO.
+const protocolVersion = 1
+
 // maxDatagram bounds what a client can send in one datagram: more than an
 // AF_UNIX socket's largest send buffer allows.
 const maxDatagram = 1 << 20
+
+// errTooBig is a datagram larger than maxDatagram: it is dropped, and the
+// client gets EMSGSIZE from its next receive, as netlink_sendmsg() would
+// have refused it (a Unix socket's send cannot be failed afterwards).
+var errTooBig = errors.New("nlemu: datagram larger than 1 MiB")
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, maxDatagram); return &b }}
 
@@ -252,8 +284,12 @@ func readDatagram(raw syscall.RawConn) ([]byte, error) {
 			// A zero-length read is end of stream on SEQPACKET (an empty
 			// datagram cannot be told apart).
 			eof = true
+		case n > len(buf):
+			// MSG_TRUNC reported the real length: the datagram did not
+			// fit and its tail is gone.
+			rerr = errTooBig
 		default:
-			out = append([]byte(nil), buf[:min(n, len(buf))]...)
+			out = append([]byte(nil), buf[:n]...)
 		}
 		return true
 	})
