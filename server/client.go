@@ -167,6 +167,9 @@ func (cl *Client) Bind(groups uint32) error {
 // DialUnix connects to the server at path and opens a socket in namespace
 // o.Namespace (docs/PROTOCOL.md).
 func DialUnix(path string, o Options) (*Client, error) {
+	if err := CheckSocketPath(path); err != nil {
+		return nil, err
+	}
 	uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 	if err != nil {
 		return nil, err

@@ -175,12 +175,14 @@ func (s *Server) Close() error {
 
 // DefaultSocketPath is the socket used when neither --socket nor
 // $NLEMU_SOCKET is given: $XDG_RUNTIME_DIR/nlemu.sock, else
-// $TMPDIR/nlemu-$UID/nlemu.sock.
+// $TMPDIR/nlemu-$UID/nlemu.sock. That directory is created 0700 by the
+// server and refused by both sides unless it is the caller's own and not
+// group/world-writable (ListenUnix, CheckSocketPath).
 func DefaultSocketPath() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		return filepath.Join(d, "nlemu.sock")
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("nlemu-%d", os.Getuid()), "nlemu.sock")
+	return filepath.Join(defaultSocketDir(), "nlemu.sock")
 }
 
 // SocketPath resolves the socket path: flag, else $NLEMU_SOCKET, else the

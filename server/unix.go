@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -29,46 +27,6 @@ type Listener struct {
 
 // ErrInUse is returned by ListenUnix when a live server owns the path.
 var ErrInUse = errors.New("a live nlemu server already owns the socket")
-
-// ListenUnix listens on path (mode 0666; per-request checks are the
-// server's job) and serves connections in the background until the
-// Listener or the Server is closed. A stale socket file left by a dead
-// server is replaced; a live one is refused with ErrInUse.
-func (s *Server) ListenUnix(path string) (*Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	if _, err := os.Lstat(path); err == nil {
-		c, derr := net.DialTimeout("unixpacket", path, time.Second)
-		if derr == nil {
-			c.Close()
-			return nil, fmt.Errorf("%w: %s", ErrInUse, path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	ul, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
-	if err != nil {
-		return nil, err
-	}
-	ul.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o666); err != nil {
-		ul.Close()
-		return nil, err
-	}
-	l := &Listener{s: s, ul: ul, path: path, done: make(chan struct{})}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ul.Close()
-		return nil, net.ErrClosed
-	}
-	s.listeners = append(s.listeners, l)
-	s.mu.Unlock()
-	go l.serve()
-	return l, nil
-}
 
 // Path returns the socket path.
 func (l *Listener) Path() string { return l.path }
