@@ -465,6 +465,19 @@ static const char *extack_msg(const unsigned char *msg, size_t len)
 	return NULL;
 }
 
+/* say_unreachable reports, once per process, that socket() could not reach
+ * the server. The failing socket() itself (-1/ECONNREFUSED, never a kernel
+ * socket: the host's rtnetlink must not answer in the server's place) is
+ * the per-call signal; a program retrying in a loop gets one line, not one
+ * per attempt. */
+static void say_unreachable(const char *path, const char *why)
+{
+	static int said;
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	say("nlemu: cannot reach the nlemu server at %s: %s\n", path, why);
+}
+
 /* server_open connects to the server and completes HELLO for the namespace
  * in $NLEMU_NETNS. On success it returns the fd and stores the port id. On
  * failure it prints one line on stderr and returns -1 with errno set:
@@ -477,7 +490,7 @@ static int server_open(int cloexec, uint32_t *portid)
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t plen = strlen(path);
 	if (plen >= sizeof(sun.sun_path)) {
-		say("nlemu: cannot reach the nlemu server at %s: socket path too long\n", path);
+		say_unreachable(path, "socket path too long");
 		errno = ECONNREFUSED;
 		return -1;
 	}
@@ -491,7 +504,7 @@ static int server_open(int cloexec, uint32_t *portid)
 		r = real_connect(fd, (struct sockaddr *)&sun, sizeof(sun));
 	while (r < 0 && errno == EINTR);
 	if (r < 0) {
-		say("nlemu: cannot reach the nlemu server at %s: %s\n", path, strerror(errno));
+		say_unreachable(path, strerror(errno));
 		real_close(fd);
 		errno = ECONNREFUSED;
 		return -1;
@@ -515,8 +528,7 @@ static int server_open(int cloexec, uint32_t *portid)
 	ssize_t n = real_send(fd, hello, hlen, MSG_NOSIGNAL);
 	free(hello);
 	if (n != (ssize_t)hlen) {
-		say("nlemu: cannot reach the nlemu server at %s: %s\n", path,
-		    n < 0 ? strerror(errno) : "short write");
+		say_unreachable(path, n < 0 ? strerror(errno) : "short write");
 		real_close(fd);
 		errno = ECONNREFUSED;
 		return -1;
@@ -546,7 +558,11 @@ static int server_open(int cloexec, uint32_t *portid)
 	if (rh->nlmsg_type == NLMSG_ERROR) {
 		int e;
 		memcpy(&e, rep + NLMSG_HDRLEN, sizeof(e));
-		if (e < 0)
+		/* nlmsgerr.error is a negative errno (-1..-MAX_ERRNO, 4095, as
+		 * the kernel's IS_ERR_VALUE range). Negating INT_MIN is undefined
+		 * behaviour, and anything else outside that range (0, positive,
+		 * below -4095) is no errno: all of those stay EPROTO. */
+		if (e < 0 && e >= -4095)
 			err = -e;
 		const char *m = extack_msg(rep, (size_t)n);
 		if (err == ENOENT)

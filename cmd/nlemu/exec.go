@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/internal/privdir"
 	"github.com/nlemu/nlemu/preload"
 	"github.com/nlemu/nlemu/server"
 )
@@ -25,6 +29,17 @@ nlemu exec replaces itself with CMD (execve), so stdin, stdout, stderr,
 signals and the exit status are CMD's own.
 
 The server socket is --socket, else $NLEMU_SOCKET, else the per-user default.
+
+CMD never reaches the host kernel's rtnetlink by accident: nlemu exec fails
+(one line, exit 1) before running CMD if the server does not answer or the
+namespace is missing, or if CMD is a program the shim cannot attach to: a
+statically linked or Go executable (no libc socket() calls to interpose), a
+set-user-ID/set-group-ID or file-capability executable (the dynamic loader
+ignores LD_PRELOAD in secure-execution mode), or one for another ELF class
+or machine than the shim. If the server goes away later, the shim's socket()
+fails with ECONNREFUSED instead of opening a kernel socket. What CMD starts
+in turn (a shell's children) is not checked: each is attached if it is a
+dynamically linked libc program, and talks to the host kernel otherwise.
 `
 
 // runExec implements `nlemu exec`. It returns the process exit code.
@@ -79,6 +94,10 @@ func runExec(args []string) int {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
 		return 126
 	}
+	if err := shimAttaches(bin, lib); err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
+		return 1
+	}
 	err = syscall.Exec(bin, argv, execEnv(os.Environ(), lib, path, *ns))
 	fmt.Fprintf(os.Stderr, "nlemu exec: %s: %v\n", argv[0], err)
 	if errors.Is(err, os.ErrNotExist) {
@@ -119,6 +138,10 @@ func execCheckServer(path, ns string) error {
 	if errors.Is(err, server.ErrNoNamespace) {
 		return fmt.Errorf("namespace %q does not exist", ns)
 	}
+	var pe *privdir.Error
+	if errors.As(err, &pe) {
+		return err // the default socket directory is not private: say so as is
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		var se *os.SyscallError
@@ -128,4 +151,72 @@ func execCheckServer(path, ns string) error {
 		return fmt.Errorf("no server at %s: %v", path, op.Err)
 	}
 	return fmt.Errorf("the server at %s did not complete the handshake: %v", path, err)
+}
+
+// shimAttaches refuses, before execve, a command the LD_PRELOAD shim would
+// not attach to and that would therefore talk to the host kernel's
+// rtnetlink instead of the server. It only reads ELF headers and file
+// modes. Non-ELF files (#! scripts) pass: their interpreter is checked by
+// nobody, as are the programs it starts (see execUsage).
+func shimAttaches(bin, lib string) error {
+	f, err := os.Open(bin)
+	if err != nil {
+		return nil // execve reports it
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != elf.ELFMAG {
+		return nil
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil // execve decides
+	}
+	const cannot = "the LD_PRELOAD shim cannot attach to it, and it would talk to the host kernel"
+	interp := false
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			interp = true
+		}
+	}
+	if !interp {
+		return fmt.Errorf("%s is statically linked: %s", bin, cannot)
+	}
+	if ef.Section(".go.buildinfo") != nil {
+		return fmt.Errorf("%s is a Go program, which makes system calls without libc: %s", bin, cannot)
+	}
+	if lf, err := elf.Open(lib); err == nil {
+		defer lf.Close()
+		if lf.Class != ef.Class || lf.Machine != ef.Machine {
+			return fmt.Errorf("%s is a %v %v program and the shim is %v %v: the dynamic loader would ignore the shim, and %s would talk to the host kernel",
+				bin, ef.Class, ef.Machine, lf.Class, lf.Machine, bin)
+		}
+	}
+	// Secure-execution mode (AT_SECURE, as the kernel's
+	// bprm->secureexec): ld.so then ignores an LD_PRELOAD path with a
+	// slash. Set-ID bits and file capabilities do nothing on a nosuid mount.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &sfs); err == nil && sfs.Flags&unix.ST_NOSUID != 0 {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if fi.Mode()&os.ModeSetuid != 0 && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s is set-user-ID (owner uid %d): the dynamic loader ignores LD_PRELOAD for it, and it would talk to the host kernel", bin, st.Uid)
+	}
+	if fi.Mode()&os.ModeSetgid != 0 && int(st.Gid) != os.Getgid() {
+		return fmt.Errorf("%s is set-group-ID (group %d): the dynamic loader ignores LD_PRELOAD for it, and it would talk to the host kernel", bin, st.Gid)
+	}
+	if os.Geteuid() != 0 {
+		if n, err := unix.Fgetxattr(int(f.Fd()), "security.capability", nil); err == nil && n > 0 {
+			return fmt.Errorf("%s has file capabilities: the dynamic loader ignores LD_PRELOAD for it, and it would talk to the host kernel", bin)
+		}
+	}
+	return nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/nlemu/nlemu/internal/privdir"
 	"github.com/nlemu/nlemu/rtnl"
 	"github.com/nlemu/nlemu/server"
 )
@@ -28,7 +30,14 @@ func runServe(args []string) int {
 	s := server.New(server.Config{RTNL: m})
 	l, err := s.ListenUnix(path)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "nlemu serve: %v\n", err)
+		// One line: what is at the path (or its directory) and why it is
+		// left alone; ListenUnix replaces only a dead server's socket.
+		hint := ""
+		var pe *privdir.Error
+		if errors.As(err, &pe) {
+			hint = " (fix or remove it, or choose a socket with --socket)"
+		}
+		fmt.Fprintf(os.Stderr, "nlemu serve: %v%s\n", err, hint)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "nlemu: serving on %s (rtnl=%s)\n", l.Path(), m)
