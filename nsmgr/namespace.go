@@ -163,6 +163,8 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 		return nil, ns.changeRule(req)
 	case rtnl.RTM_GETLINK:
 		return nil, ns.getLink(req)
+	case rtnl.RTM_NEWLINK, rtnl.RTM_SETLINK:
+		return nil, ns.setLink(req)
 	case rtnl.RTM_GETNSID:
 		// rtnl_net_getid(): nlemu namespaces have no ids for kernel netns
 		// files, so every peer is "not assigned" (-1), as for a namespace

@@ -18,7 +18,9 @@ func FuzzDecoders(f *testing.F) {
 			}
 			_ = AppendAck(nil, &m, 1, Errorf(22, "x"), AckOptions{ExtAck: true})
 			_ = AppendAck(nil, &m, 1, nil, AckOptions{})
-			_ = DecodeLinkRequest(&m)
+			for kind := range LinkDump + 1 {
+				_, _, _ = DecodeLinkRequest(&m, kind)
+			}
 			r, err := DecodeRuleHeader(&m)
 			if err != nil {
 				continue

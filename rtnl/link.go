@@ -1,96 +1,394 @@
 package rtnl
 
 import (
-	"github.com/mdlayher/netlink"
+	"syscall"
 )
 
 // Link attributes (IFLA_*) that nlemu reads or writes.
 const (
-	IFLA_ADDRESS         = 1
-	IFLA_BROADCAST       = 2
-	IFLA_IFNAME          = 3
-	IFLA_MTU             = 4
-	IFLA_QDISC           = 6
-	IFLA_TXQLEN          = 13
-	IFLA_OPERSTATE       = 16
-	IFLA_LINKMODE        = 17
-	IFLA_GROUP           = 27
-	IFLA_PROMISCUITY     = 30
-	IFLA_NUM_TX_QUEUES   = 31
-	IFLA_NUM_RX_QUEUES   = 32
-	IFLA_CARRIER         = 33
-	IFLA_CARRIER_CHANGES = 35
-	IFLA_MIN_MTU         = 50
-	IFLA_MAX_MTU         = 51
-	IFLA_ALT_IFNAME      = 53
-	IfInfoLen            = 16
-	ifinfoAttrBase       = NLMSG_HDRLEN + IfInfoLen
+	IFLA_ADDRESS                    = 1
+	IFLA_BROADCAST                  = 2
+	IFLA_IFNAME                     = 3
+	IFLA_MTU                        = 4
+	IFLA_QDISC                      = 6
+	IFLA_STATS                      = 7
+	IFLA_PROTINFO                   = 12
+	IFLA_TXQLEN                     = 13
+	IFLA_MAP                        = 14
+	IFLA_OPERSTATE                  = 16
+	IFLA_LINKMODE                   = 17
+	IFLA_STATS64                    = 23
+	IFLA_AF_SPEC                    = 26
+	IFLA_GROUP                      = 27
+	IFLA_EXT_MASK                   = 29
+	IFLA_PROMISCUITY                = 30
+	IFLA_NUM_TX_QUEUES              = 31
+	IFLA_NUM_RX_QUEUES              = 32
+	IFLA_CARRIER                    = 33
+	IFLA_CARRIER_CHANGES            = 35
+	IFLA_PROTO_DOWN                 = 39
+	IFLA_GSO_MAX_SEGS               = 40
+	IFLA_GSO_MAX_SIZE               = 41
+	IFLA_XDP                        = 43
+	IFLA_CARRIER_UP_COUNT           = 47
+	IFLA_CARRIER_DOWN_COUNT         = 48
+	IFLA_MIN_MTU                    = 50
+	IFLA_MAX_MTU                    = 51
+	IFLA_ALT_IFNAME                 = 53
+	IFLA_GRO_MAX_SIZE               = 58
+	IFLA_TSO_MAX_SIZE               = 59
+	IFLA_TSO_MAX_SEGS               = 60
+	IFLA_ALLMULTI                   = 61
+	IFLA_DEVLINK_PORT               = 62
+	IFLA_GSO_IPV4_MAX_SIZE          = 63
+	IFLA_GRO_IPV4_MAX_SIZE          = 64
+	IFLA_DPLL_PIN                   = 65
+	IFLA_MAX_PACING_OFFLOAD_HORIZON = 66
+	IFLA_NETNS_IMMUTABLE            = 67
+	IFLA_HEADROOM                   = 68
+	IFLA_TAILROOM                   = 69
+
+	IFLA_XDP_ATTACHED = 2
+	IFLA_INET_CONF    = 1
+
+	IFLA_INET6_FLAGS         = 1
+	IFLA_INET6_CONF          = 2
+	IFLA_INET6_STATS         = 3
+	IFLA_INET6_CACHEINFO     = 5
+	IFLA_INET6_ICMP6STATS    = 6
+	IFLA_INET6_TOKEN         = 7
+	IFLA_INET6_ADDR_GEN_MODE = 8
+
+	// RTEXT_FILTER_SKIP_STATS in IFLA_EXT_MASK drops the inet6 counters
+	// (inet6_fill_ifla6_attrs()); on 6.18 IFLA_STATS / IFLA_STATS64 stay.
+	RTEXT_FILTER_SKIP_STATS = 1 << 3
+
+	IfInfoLen      = 16
+	ifinfoAttrBase = NLMSG_HDRLEN + IfInfoLen
 )
 
-// LinkMsg is a typed RTM_NEWLINK / RTM_GETLINK message: struct ifinfomsg
-// and the attributes nlemu uses.
+// Sizes of the counter blocks a device reports. nlemu moves no packets, so
+// every counter is 0, as on a device that has carried no traffic.
+const (
+	linkStats64Len = 25 * 8 // struct rtnl_link_stats64
+	linkStatsLen   = 24 * 4 // struct rtnl_link_stats
+	linkIfmapLen   = 32     // struct rtnl_link_ifmap (with padding)
+	// __snmp6_fill_stats64() puts the number of items in slot 0.
+	ipstatsMIBMax = 38 // IPSTATS_MIB_MAX
+	icmp6MIBMax   = 7  // ICMP6_MIB_MAX
+	ipv6MaxPlen   = 65535
+)
+
+// LinkMsg is a typed RTM_NEWLINK / RTM_GETLINK / RTM_SETLINK message:
+// struct ifinfomsg and its attributes. Requests fill the header, the name
+// and ExtMask; replies fill everything rtnl_fill_ifinfo() reports.
 type LinkMsg struct {
 	Family uint8
 	Type   uint16
 	Index  int32
-	Flags  uint32
+	Flags  uint32 // dev_get_flags()
 	Change uint32
 
-	Name    []byte // IFLA_IFNAME (request: trailing NUL stripped)
+	Name    []byte // IFLA_IFNAME (request: trailing NUL stripped; IFLA_ALT_IFNAME wins)
 	HasName bool
-	MTU     uint32
+	ExtMask uint32 // IFLA_EXT_MASK of a request (RTEXT_FILTER_*)
+
+	TxQueueLen                                 uint32
+	OperState                                  uint8 // IF_OPER_* as reported (DOWN while not running)
+	LinkMode                                   uint8
+	NetnsImmutable                             bool
+	MTU, MinMTU, MaxMTU                        uint32
+	Group, Promiscuity, Allmulti               uint32
+	NumTxQueues, NumRxQueues                   uint32
+	GSOMaxSegs, GSOMaxSize, GROMaxSize         uint32
+	GSOIPv4MaxSize, GROIPv4MaxSize             uint32
+	TSOMaxSize, TSOMaxSegs                     uint32
+	MaxPacingOffloadHorizon                    uint32
+	Carrier                                    bool
+	CarrierChanges, CarrierUpCnt, CarrierDnCnt uint32
+	Headroom, Tailroom                         uint16
+	ProtoDown                                  bool
+	Address, Broadcast                         []byte
+	Qdisc                                      string // "" when the device has none
+	Inet4Conf                                  []int32
+	Inet6                                      *Inet6Info // nil: no inet6_dev
 }
 
-// DecodeLinkRequest decodes an RTM_GETLINK request: the ifinfomsg when the
-// body holds one, and IFLA_IFNAME / IFLA_ALT_IFNAME.
-func DecodeLinkRequest(m *Message) *LinkMsg {
-	l := &LinkMsg{}
+// Inet6Info is what inet6_fill_ifla6_attrs() reports for a device.
+type Inet6Info struct {
+	Flags                      uint32
+	Tstamp                     uint32 // 1/100 s since boot (cstamp_delta())
+	ReachableTime, RetransTime uint32 // ms
+	Conf                       []int32
+	Token                      [16]byte
+	AddrGenMode                uint8
+}
+
+// Link request kinds, for the error texts that differ between handlers.
+const (
+	LinkGet  = iota // rtnl_getlink()
+	LinkSet         // rtnl_newlink() / rtnl_setlink()
+	LinkDump        // rtnl_dump_ifinfo()
+)
+
+// ifnamePolicy is ifla_policy's IFLA_IFNAME: NLA_STRING, IFNAMSIZ-1.
+var ifnamePolicy = policy{kind: polString}
+
+// DecodeLinkRequest decodes an RTM_GETLINK / RTM_NEWLINK / RTM_SETLINK
+// request of the given kind: the ifinfomsg, IFLA_IFNAME / IFLA_ALT_IFNAME
+// and IFLA_EXT_MASK. Other attributes are reported in Unsupported (the
+// offset of the first). Errors are the kernel's for a short header and for
+// an IFLA_IFNAME longer than IFNAMSIZ-1 (nlmsg_parse_deprecated() with
+// ifla_policy). A dump's parse errors are ignored, as rtnl_dump_ifinfo()
+// ignores them, and a dump request may carry only a struct rtgenmsg.
+func DecodeLinkRequest(m *Message, kind int) (l *LinkMsg, unsupported uint32, err *Error) {
+	l = &LinkMsg{}
 	d := m.Data
 	if len(d) >= 1 {
 		l.Family = d[0]
 	}
 	if len(d) < IfInfoLen {
-		return l
+		switch kind {
+		case LinkGet:
+			// rtnl_valid_getlink_req()
+			return nil, 0, Errorf(syscall.EINVAL, "Invalid header for get link")
+		case LinkSet:
+			// __nlmsg_parse()
+			return nil, 0, Errorf(syscall.EINVAL, "Invalid header length")
+		}
+		return l, 0, nil // struct rtgenmsg: no attributes are looked at
 	}
 	l.Type = ne.Uint16(d[2:])
 	l.Index = int32(ne.Uint32(d[4:]))
 	l.Flags = ne.Uint32(d[8:])
 	l.Change = ne.Uint32(d[12:])
-	_ = walkAttrs(d[IfInfoLen:], ifinfoAttrBase, func(a rawAttr) *Error {
-		if a.typ == IFLA_IFNAME || a.typ == IFLA_ALT_IFNAME {
-			l.Name, l.HasName = trimNul(a.data), true
+	var name, alt []byte
+	var hasName, hasAlt bool
+	perr := walkAttrs(d[IfInfoLen:], ifinfoAttrBase, func(a rawAttr) *Error {
+		switch a.typ {
+		case IFLA_IFNAME, IFLA_ALT_IFNAME:
+			if a.typ == IFLA_IFNAME {
+				if err := validateIfname(a); err != nil {
+					return err
+				}
+				name, hasName = trimNul(a.data), true
+			} else {
+				alt, hasAlt = trimNul(a.data), true
+			}
+		case IFLA_EXT_MASK:
+			if len(a.data) < 4 {
+				return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(policy{kind: polU32})}
+			}
+			l.ExtMask = ne.Uint32(a.data)
+		default:
+			if unsupported == 0 {
+				unsupported = a.off
+			}
 		}
 		return nil
 	})
-	return l
+	if perr != nil {
+		if kind == LinkDump {
+			return &LinkMsg{Family: l.Family}, 0, nil
+		}
+		return nil, 0, perr
+	}
+	// rtnl_dev_get(): IFLA_ALT_IFNAME, when present, is the name looked up.
+	switch {
+	case hasAlt:
+		l.Name, l.HasName = alt, true
+	case hasName:
+		l.Name, l.HasName = name, true
+	}
+	return l, unsupported, nil
 }
 
-// AppendLink appends an RTM_NEWLINK message describing a device, with the
-// attributes a fresh kernel reports for a software device.
-func AppendLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg) []byte {
+// validateIfname is validate_nla() for IFLA_IFNAME.
+func validateIfname(a rawAttr) *Error {
+	n := len(a.data)
+	if n > 0 && a.data[n-1] == 0 {
+		n--
+	}
+	if n > ifNameMax {
+		return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(ifnamePolicy)}
+	}
+	return nil
+}
+
+// linkEnc appends attributes with the kernel's nla_put() layout.
+type linkEnc struct{ b []byte }
+
+func (e *linkEnc) put(t uint16, data []byte) {
+	e.b = ne.AppendUint16(e.b, uint16(nlaHdrLen+len(data)))
+	e.b = ne.AppendUint16(e.b, t)
+	e.b = append(e.b, data...)
+	for len(e.b)%4 != 0 {
+		e.b = append(e.b, 0)
+	}
+}
+
+func (e *linkEnc) zeros(t uint16, n int) {
+	e.b = ne.AppendUint16(e.b, uint16(nlaHdrLen+n))
+	e.b = ne.AppendUint16(e.b, t)
+	e.b = append(e.b, make([]byte, align4(n))...)
+}
+
+func (e *linkEnc) u8(t uint16, v uint8) { e.put(t, []byte{v}) }
+
+func (e *linkEnc) flag(t uint16, v bool) {
+	var b uint8
+	if v {
+		b = 1
+	}
+	e.u8(t, b)
+}
+
+func (e *linkEnc) u16(t uint16, v uint16) { e.put(t, ne.AppendUint16(nil, v)) }
+func (e *linkEnc) u32(t uint16, v uint32) { e.put(t, ne.AppendUint32(nil, v)) }
+func (e *linkEnc) str(t uint16, s string) { e.put(t, append([]byte(s), 0)) }
+
+// nest starts a nested attribute (nla_nest_start_noflag(), or with
+// NLA_F_NESTED in t) and returns its start for end.
+func (e *linkEnc) nest(t uint16) int {
+	start := len(e.b)
+	e.b = ne.AppendUint16(e.b, 0)
+	e.b = ne.AppendUint16(e.b, t)
+	return start
+}
+
+func (e *linkEnc) end(start int) { ne.PutUint16(e.b[start:], uint16(len(e.b)-start)) }
+
+func (e *linkEnc) conf(t uint16, conf []int32) {
+	b := make([]byte, 0, 4*len(conf))
+	for _, v := range conf {
+		b = ne.AppendUint32(b, uint32(v))
+	}
+	e.put(t, b)
+}
+
+// snmp6 is a zeroed counter block of n u64s with n in slot 0
+// (__snmp6_fill_stats64()).
+func (e *linkEnc) snmp6(t uint16, n int) {
+	b := make([]byte, 8*n)
+	ne.PutUint64(b, uint64(n))
+	e.put(t, b)
+}
+
+// inet6 is inet6_fill_ifla6_attrs().
+func (e *linkEnc) inet6(i *Inet6Info, extMask uint32) {
+	e.u32(IFLA_INET6_FLAGS, i.Flags)
+	ci := ne.AppendUint32(nil, ipv6MaxPlen) // max_reasm_len
+	ci = ne.AppendUint32(ci, i.Tstamp)
+	ci = ne.AppendUint32(ci, i.ReachableTime)
+	ci = ne.AppendUint32(ci, i.RetransTime)
+	e.put(IFLA_INET6_CACHEINFO, ci)
+	e.conf(IFLA_INET6_CONF, i.Conf)
+	if extMask&RTEXT_FILTER_SKIP_STATS == 0 {
+		e.snmp6(IFLA_INET6_STATS, ipstatsMIBMax)
+		e.snmp6(IFLA_INET6_ICMP6STATS, icmp6MIBMax)
+	}
+	e.put(IFLA_INET6_TOKEN, i.Token[:])
+	e.u8(IFLA_INET6_ADDR_GEN_MODE, i.AddrGenMode)
+}
+
+func ifinfoHeader(family uint8, l *LinkMsg) []byte {
 	var h [IfInfoLen]byte
-	h[0] = l.Family
+	h[0] = family
 	ne.PutUint16(h[2:], l.Type)
 	ne.PutUint32(h[4:], uint32(l.Index))
 	ne.PutUint32(h[8:], l.Flags)
 	ne.PutUint32(h[12:], l.Change)
-	ae := netlink.NewAttributeEncoder()
-	ae.String(IFLA_IFNAME, string(l.Name))
-	ae.Uint32(IFLA_TXQLEN, 1000)
-	ae.Uint8(IFLA_OPERSTATE, 0)
-	ae.Uint8(IFLA_LINKMODE, 0)
-	ae.Uint32(IFLA_MTU, l.MTU)
-	ae.Uint32(IFLA_MIN_MTU, 0)
-	ae.Uint32(IFLA_MAX_MTU, 0)
-	ae.Uint32(IFLA_GROUP, 0)
-	ae.Uint32(IFLA_PROMISCUITY, 0)
-	ae.Uint32(IFLA_NUM_TX_QUEUES, 1)
-	ae.Uint32(IFLA_NUM_RX_QUEUES, 1)
-	ae.Uint8(IFLA_CARRIER, 1)
-	ae.String(IFLA_QDISC, "noop")
-	ae.Uint32(IFLA_CARRIER_CHANGES, 0)
-	ae.Bytes(IFLA_ADDRESS, make([]byte, 6))
-	ae.Bytes(IFLA_BROADCAST, make([]byte, 6))
-	attrs, _ := ae.Encode()
-	return AppendMessage(dst, RTM_NEWLINK, flags, seq, pid, h[:], attrs)
+	return h[:]
+}
+
+// AppendLink appends the RTM_NEWLINK that rtnl_fill_ifinfo() builds for a
+// device (AF_UNSPEC), in the kernel's attribute order. extMask is the
+// request's IFLA_EXT_MASK (0 for notifications).
+func AppendLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg, extMask uint32) []byte {
+	e := linkEnc{b: make([]byte, 0, 1536)}
+	e.str(IFLA_IFNAME, string(l.Name))
+	e.u32(IFLA_TXQLEN, l.TxQueueLen)
+	e.u8(IFLA_OPERSTATE, l.OperState)
+	e.u8(IFLA_LINKMODE, l.LinkMode)
+	e.flag(IFLA_NETNS_IMMUTABLE, l.NetnsImmutable)
+	e.u32(IFLA_MTU, l.MTU)
+	e.u32(IFLA_MIN_MTU, l.MinMTU)
+	e.u32(IFLA_MAX_MTU, l.MaxMTU)
+	e.u32(IFLA_GROUP, l.Group)
+	e.u32(IFLA_PROMISCUITY, l.Promiscuity)
+	e.u32(IFLA_ALLMULTI, l.Allmulti)
+	e.u32(IFLA_NUM_TX_QUEUES, l.NumTxQueues)
+	e.u32(IFLA_GSO_MAX_SEGS, l.GSOMaxSegs)
+	e.u32(IFLA_GSO_MAX_SIZE, l.GSOMaxSize)
+	e.u32(IFLA_GRO_MAX_SIZE, l.GROMaxSize)
+	e.u32(IFLA_GSO_IPV4_MAX_SIZE, l.GSOIPv4MaxSize)
+	e.u32(IFLA_GRO_IPV4_MAX_SIZE, l.GROIPv4MaxSize)
+	e.u32(IFLA_TSO_MAX_SIZE, l.TSOMaxSize)
+	e.u32(IFLA_TSO_MAX_SEGS, l.TSOMaxSegs)
+	e.u32(IFLA_MAX_PACING_OFFLOAD_HORIZON, l.MaxPacingOffloadHorizon)
+	e.u32(IFLA_NUM_RX_QUEUES, l.NumRxQueues)
+	e.flag(IFLA_CARRIER, l.Carrier)
+	e.u32(IFLA_CARRIER_CHANGES, l.CarrierChanges)
+	e.u32(IFLA_CARRIER_UP_COUNT, l.CarrierUpCnt)
+	e.u32(IFLA_CARRIER_DOWN_COUNT, l.CarrierDnCnt)
+	e.u16(IFLA_HEADROOM, l.Headroom)
+	e.u16(IFLA_TAILROOM, l.Tailroom)
+	e.flag(IFLA_PROTO_DOWN, l.ProtoDown)
+	if len(l.Address) > 0 {
+		e.put(IFLA_ADDRESS, l.Address)
+		e.put(IFLA_BROADCAST, l.Broadcast)
+	}
+	// rtnl_fill_stats(): IFLA_STATS64 then IFLA_STATS.
+	e.zeros(IFLA_STATS64, linkStats64Len)
+	e.zeros(IFLA_STATS, linkStatsLen)
+	// rtnl_xdp_fill(): no program attached.
+	x := e.nest(IFLA_XDP)
+	e.u8(IFLA_XDP_ATTACHED, 0)
+	e.end(x)
+	if l.Qdisc != "" {
+		e.str(IFLA_QDISC, l.Qdisc)
+	}
+	// rtnl_fill_link_af(): the families with a fill_link_af, in
+	// registration order (inet, then inet6).
+	if l.Inet4Conf != nil || l.Inet6 != nil {
+		af := e.nest(IFLA_AF_SPEC)
+		if l.Inet4Conf != nil {
+			n := e.nest(AF_INET)
+			e.conf(IFLA_INET_CONF, l.Inet4Conf)
+			e.end(n)
+		}
+		if l.Inet6 != nil {
+			n := e.nest(AF_INET6)
+			e.inet6(l.Inet6, extMask)
+			e.end(n)
+		}
+		e.end(af)
+	}
+	e.zeros(IFLA_MAP, linkIfmapLen)
+	// rtnl_fill_devlink_port() and rtnl_fill_dpll_pin(): empty nests.
+	e.end(e.nest(IFLA_DEVLINK_PORT | nlaFNested))
+	e.end(e.nest(IFLA_DPLL_PIN | nlaFNested))
+	return AppendMessage(dst, RTM_NEWLINK, flags, seq, pid, ifinfoHeader(AF_UNSPEC, l), e.b)
+}
+
+// AppendInet6Link appends the AF_INET6 RTM_NEWLINK of inet6_fill_ifinfo():
+// what addrconf sends to RTNLGRP_IPV6_IFINFO (inet6_ifinfo_notify()) and
+// what an AF_INET6 link dump returns. The inet6 counters are always
+// included (ext_filter_mask 0).
+func AppendInet6Link(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg) []byte {
+	e := linkEnc{b: make([]byte, 0, 768)}
+	e.str(IFLA_IFNAME, string(l.Name))
+	if len(l.Address) > 0 {
+		e.put(IFLA_ADDRESS, l.Address)
+	}
+	e.u32(IFLA_MTU, l.MTU)
+	e.u8(IFLA_OPERSTATE, l.OperState)
+	p := e.nest(IFLA_PROTINFO)
+	if l.Inet6 != nil {
+		e.inet6(l.Inet6, 0)
+	}
+	e.end(p)
+	h := *l
+	h.Change = 0
+	return AppendMessage(dst, RTM_NEWLINK, flags, seq, pid, ifinfoHeader(AF_INET6, &h), e.b)
 }

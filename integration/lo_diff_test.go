@@ -1,0 +1,329 @@
+package integration
+
+// The loopback device on the wire: the RTM_NEWLINK nlemu sends for `lo`
+// (dumps, gets and the RTNLGRP_LINK notification of a flag change) must be
+// the bytes a fresh kernel namespace sends, before and after
+// `ip link set lo up`, and `ip link show lo` must print the same text.
+//
+// Two values of the message are not reproducible and are masked (zeroed on
+// both sides before the comparison), each then checked on its own:
+//
+//   - IFLA_AF_SPEC/AF_INET6/IFLA_INET6_CACHEINFO.tstamp: the time of the
+//     inet6_dev's last up/down in 1/100 s since boot (cstamp_delta() of
+//     idev->tstamp); nlemu's must lie between CLOCK_MONOTONIC readings
+//     taken before the namespace was created and after the message arrived.
+//   - IFLA_INET6_CACHEINFO.reachable_time: neigh_rand_reach_time() draws it
+//     at random from [base/2, 3*base/2) of BASE_REACHABLE_TIME (30 s); both
+//     sides must lie in that range.
+//
+// The nlmsg_pid of unicast replies (each side's own port id) is normalized
+// to 0 by Exchange, as in the rule differential tests.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	rtmNewLink      = 16
+	rtmGetLink      = 18
+	rtmSetLink      = 19
+	iflaIfname      = 3
+	iflaProtinfo    = 12
+	iflaAFSpec      = 26
+	iflaExtMask     = 29
+	iflaInet6Cache  = 5
+	rtextFilterVF   = 1 << 0
+	rtextSkipStats  = 1 << 3
+	iffUp           = 0x1
+	rtnlgrpLinkMask = 1 << (1 - 1) // RTNLGRP_LINK
+	// IPv6 ifinfo group (RTNLGRP_IPV6_IFINFO = 12): addrconf's
+	// inet6_ifinfo_notify() announces lo there when it comes up.
+	rtnlgrpIPv6IfinfoMask = 1 << (12 - 1)
+)
+
+// ifinfo returns a struct ifinfomsg.
+func ifinfo(family uint8, index int32, flags, change uint32) []byte {
+	b := make([]byte, 16)
+	b[0] = family
+	ne := binary.NativeEndian
+	ne.PutUint32(b[4:], uint32(index))
+	ne.PutUint32(b[8:], flags)
+	ne.PutUint32(b[12:], change)
+	return b
+}
+
+// nlAttr appends one netlink attribute, padded.
+func nlAttr(b []byte, typ uint16, data []byte) []byte {
+	var h [4]byte
+	binary.NativeEndian.PutUint16(h[:], uint16(4+len(data)))
+	binary.NativeEndian.PutUint16(h[2:], typ)
+	b = append(append(b, h[:]...), data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func u32Bytes(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }
+
+// cacheinfo is what loMask took out of one message.
+type cacheinfo struct {
+	msg              string
+	tstamp, reachable uint32
+}
+
+// loMask zeroes IFLA_INET6_CACHEINFO.tstamp and .reachable_time in every
+// RTM_NEWLINK of d (inside IFLA_AF_SPEC/AF_INET6 for AF_UNSPEC messages,
+// inside IFLA_PROTINFO for the AF_INET6 ifinfo of addrconf) and returns
+// what it zeroed.
+func loMask(d []byte) ([]byte, []cacheinfo) {
+	out := append([]byte(nil), d...)
+	var got []cacheinfo
+	ne := binary.NativeEndian
+	mask := func(inet6 []byte, what string) {
+		for _, a := range loAttrs(inet6) {
+			if a.typ == iflaInet6Cache && len(a.data) >= 16 {
+				got = append(got, cacheinfo{what, ne.Uint32(a.data[4:]), ne.Uint32(a.data[8:])})
+				clear(a.data[4:12])
+			}
+		}
+	}
+	for off := 0; off+16 <= len(out); {
+		l := int(ne.Uint32(out[off:]))
+		if l < 16 || off+l > len(out) {
+			break
+		}
+		m := out[off : off+l]
+		if ne.Uint16(m[4:]) == rtmNewLink && len(m) >= 32 {
+			what := fmt.Sprintf("message at %d (family %d)", off, m[16])
+			for _, a := range loAttrs(m[32:]) {
+				switch {
+				case a.typ == iflaAFSpec:
+					for _, f := range loAttrs(a.data) {
+						if f.typ == 10 { // AF_INET6
+							mask(f.data, what)
+						}
+					}
+				case a.typ == iflaProtinfo && m[16] == 10:
+					mask(a.data, what)
+				}
+			}
+		}
+		off += nlmsgAlign(l)
+	}
+	return out, got
+}
+
+type loAttr struct {
+	typ  uint16
+	data []byte // aliases the message
+}
+
+func loAttrs(b []byte) []loAttr {
+	var as []loAttr
+	ne := binary.NativeEndian
+	for off := 0; off+4 <= len(b); {
+		l := int(ne.Uint16(b[off:]))
+		if l < 4 || off+l > len(b) {
+			break
+		}
+		as = append(as, loAttr{ne.Uint16(b[off+2:]) & 0x3fff, b[off+4 : off+l]})
+		off += nlmsgAlign(l)
+	}
+	return as
+}
+
+// loRender shows d as one line per message header and one line per
+// attribute (nested AF_SPEC / PROTINFO attributes indented), so that a
+// difference names the attribute.
+func loRender(d []byte) []string {
+	var lines []string
+	ne := binary.NativeEndian
+	var walk func(ind string, b []byte, depth int)
+	walk = func(ind string, b []byte, depth int) {
+		for _, a := range loAttrs(b) {
+			lines = append(lines, fmt.Sprintf("%sattr %d len %d: %x", ind, a.typ, len(a.data), a.data))
+			if depth < 2 && (a.typ == iflaAFSpec || a.typ == iflaProtinfo || depth == 1) && len(a.data) >= 4 {
+				walk(ind+"  ", a.data, depth+1)
+			}
+		}
+	}
+	for off := 0; off+16 <= len(d); {
+		l := int(ne.Uint32(d[off:]))
+		if l < 16 || off+l > len(d) {
+			lines = append(lines, fmt.Sprintf("bad message at %d: %x", off, d[off:]))
+			break
+		}
+		m := d[off : off+l]
+		lines = append(lines, fmt.Sprintf("msg len %d type %d flags %#x seq %d pid %d", l,
+			ne.Uint16(m[4:]), ne.Uint16(m[6:]), ne.Uint32(m[8:]), ne.Uint32(m[12:])))
+		if ne.Uint16(m[4:]) == rtmNewLink && l >= 32 {
+			lines = append(lines, fmt.Sprintf("  ifinfomsg %x", m[16:32]))
+			walk("  ", m[32:], 0)
+		} else {
+			lines = append(lines, fmt.Sprintf("  body %x", m[16:]))
+		}
+		off += nlmsgAlign(l)
+	}
+	return lines
+}
+
+func monotonicCentis(t *testing.T) uint32 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint32(ts.Sec*100 + ts.Nsec/10_000_000)
+}
+
+// TestLoOnTheWireMatchesKernel compares lo's RTM_NEWLINK byte for byte
+// (rtnl_fill_ifinfo()) in a fresh kernel namespace and a fresh nlemu
+// namespace: dumps and gets with and without IFLA_EXT_MASK, by index and by
+// name, before and after RTM_NEWLINK sets IFF_UP (what `ip link set lo up`
+// sends), after a repeated up (no change: no notification), after down and
+// up again; plus the ACKs of those requests and what RTNLGRP_LINK and
+// RTNLGRP_IPV6_IFINFO listeners receive.
+func TestLoOnTheWireMatchesKernel(t *testing.T) {
+	requireKernelNS(t)
+	before := monotonicCentis(t)
+	sides := []*Side{kernelSide(t, "kernel"), nlemuSide(t, "nlemu")}
+	type open struct {
+		main, mon Socket
+		rmain     *Receiver
+		rmon      *Receiver
+	}
+	var socks [2]open
+	for i, s := range sides {
+		m, err := s.Dial(SockSpec{Name: "main", ExtAck: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		l, err := s.Dial(SockSpec{Name: "mon", Groups: rtnlgrpLinkMask | rtnlgrpIPv6IfinfoMask})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		socks[i] = open{m, l, NewReceiver(m), NewReceiver(l)}
+	}
+
+	setFlags := func(flags uint32) func(seq uint32) []byte {
+		return func(seq uint32) []byte {
+			return Msg(rtmNewLink, nlmFRequest|nlmFAck, seq, 0, ifinfo(0, 1, flags, iffUp))
+		}
+	}
+	get := func(flags uint16, body []byte) func(seq uint32) []byte {
+		return func(seq uint32) []byte { return Msg(rtmGetLink, flags, seq, 0, body) }
+	}
+	mask := func(m uint32) []byte { return nlAttr(nil, iflaExtMask, u32Bytes(m)) }
+	queries := []struct {
+		name  string
+		build func(seq uint32) []byte
+	}{
+		{"dump", get(nlmFRequest|nlmFDump, ifinfo(0, 0, 0, 0))},
+		{"dump rtgenmsg", get(nlmFRequest|nlmFDump, []byte{0, 0, 0, 0})},
+		{"dump ext_mask VF", get(nlmFRequest|nlmFDump, append(ifinfo(0, 0, 0, 0), mask(rtextFilterVF)...))},
+		{"dump ext_mask VF|SKIP_STATS", get(nlmFRequest|nlmFDump, append(ifinfo(17, 0, 0, 0), mask(rtextFilterVF|rtextSkipStats)...))},
+		{"get index 1", get(nlmFRequest, ifinfo(0, 1, 0, 0))},
+		{"get name lo ext_mask SKIP_STATS", get(nlmFRequest, nlAttr(append(ifinfo(0, 0, 0, 0), mask(rtextSkipStats)...), iflaIfname, []byte("lo\x00")))},
+	}
+	phases := []struct {
+		name   string
+		change func(seq uint32) []byte
+	}{
+		{"fresh", nil},
+		{"set up", setFlags(iffUp)},
+		{"set up again", setFlags(iffUp)},
+		{"set down", setFlags(0)},
+		{"set up after down", setFlags(iffUp)},
+	}
+	var all [2][]cacheinfo
+	seq := uint32(100)
+	compare := func(what string, reps [2]Reply) {
+		t.Helper()
+		var r [2][]string
+		for i, rep := range reps {
+			b, ci := loMask(rep.Bytes())
+			all[i] = append(all[i], ci...)
+			r[i] = loRender(b)
+			if rep.Problem != "" {
+				r[i] = append(r[i], "problem: "+rep.Problem)
+			}
+		}
+		if d := cmp.Diff(r[0], r[1]); d != "" {
+			t.Errorf("%s differs (-kernel +nlemu):\n%s", what, d)
+		}
+	}
+	for _, ph := range phases {
+		if ph.change != nil {
+			seq++
+			var acks, notes [2]Reply
+			for i, s := range sides {
+				acks[i] = Exchange(socks[i].main, socks[i].rmain, ph.change(seq), s.Timing)
+				notes[i] = Collect(socks[i].rmon, 0, s.Timing)
+			}
+			compare(ph.name+": ACK", acks)
+			compare(ph.name+": notifications", notes)
+		}
+		for _, q := range queries {
+			seq++
+			var reps [2]Reply
+			for i, s := range sides {
+				reps[i] = Exchange(socks[i].main, socks[i].rmain, q.build(seq), s.Timing)
+			}
+			compare(ph.name+": "+q.name, reps)
+		}
+	}
+	after := monotonicCentis(t)
+	for i, cis := range all {
+		if len(cis) == 0 {
+			t.Errorf("%s: no IFLA_INET6_CACHEINFO seen", sides[i].Name)
+		}
+		for _, ci := range cis {
+			if ci.reachable < 15000 || ci.reachable >= 45000 {
+				t.Errorf("%s: %s: reachable_time %d ms, want within [15000, 45000) (neigh_rand_reach_time of 30 s)", sides[i].Name, ci.msg, ci.reachable)
+			}
+			if i == 1 && (ci.tstamp < before || ci.tstamp > after) {
+				t.Errorf("nlemu: %s: tstamp %d, want within [%d, %d] (1/100 s since boot)", ci.msg, ci.tstamp, before, after)
+			}
+		}
+	}
+}
+
+// TestLoIPLinkShowMatchesKernel runs `ip link show` on lo through the real
+// iproute2 on both sides, before and after `ip link set lo up` and down:
+// state DOWN / UNKNOWN, flags, qdisc, and with -d the details from the
+// attributes (gso/gro/tso limits, addrgenmode, ...).
+func TestLoIPLinkShowMatchesKernel(t *testing.T) {
+	env := newIPCEnv(t)
+	k, n := env.pair(t)
+	shows := [][]string{
+		{"link", "show", "lo"},
+		{"link", "show"},
+		{"-d", "link", "show", "lo"},
+		{"-s", "-s", "link", "show", "lo"},
+		{"-d", "-j", "link", "show"},
+		{"-o", "link"},
+	}
+	for _, step := range [][]string{nil, {"link", "set", "lo", "up"}, {"link", "set", "lo", "up"}, {"link", "set", "dev", "lo", "down"}, {"link", "set", "lo", "up"}} {
+		label := "fresh"
+		if step != nil {
+			label = strings.Join(step, " ")
+			ipcCompare(t, label, k.run(nil, step...), n.run(nil, step...), nil)
+		}
+		for _, s := range shows {
+			render := ipcLines
+			if s[1] == "-j" {
+				render = ipcJSONLines
+			}
+			ipcCompare(t, strings.Join(s, " ")+" (after "+label+")", k.run(nil, s...), n.run(nil, s...), render)
+		}
+	}
+}
