@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nlemu/nlemu/integration/kernelns"
 	"github.com/nlemu/nlemu/preload"
 	"github.com/nlemu/nlemu/server"
 )
@@ -86,21 +87,22 @@ func ipcFindIP() string {
 }
 
 // newIPCEnv skips the test when the kernel side cannot run (no ip, not root,
-// `ip netns add` fails) or the shim cannot be built, and otherwise starts a
+// `ip netns add` fails) or the shim cannot be built — or fails it, when
+// NLEMU_REQUIRE_KERNEL is set (kernelns.Unavailable) — and otherwise starts a
 // server that lives until the test ends.
 func newIPCEnv(t *testing.T) *ipcEnv {
 	t.Helper()
 	ip := ipcFindIP()
 	if ip == "" {
-		t.Skip("iproute2 `ip` is not installed: the kernel is the oracle of these tests")
+		kernelns.Unavailable(t, "iproute2 `ip` is not installed: the kernel is the oracle of these tests")
 	}
 	probe := fmt.Sprintf("nlemu-ipc-%d-probe", os.Getpid())
 	if out, err := exec.Command(ip, "netns", "add", probe).CombinedOutput(); err != nil {
-		t.Skipf("`ip netns add` fails (root is needed for the kernel side): %v: %s", err, bytes.TrimSpace(out))
+		kernelns.Unavailable(t, "`ip netns add` fails (root is needed for the kernel side): %v: %s", err, bytes.TrimSpace(out))
 	}
 	exec.Command(ip, "netns", "del", probe).Run()
 	if _, err := preload.Path(); err != nil {
-		t.Skipf("cannot build the LD_PRELOAD shim: %v", err)
+		kernelns.Unavailable(t, "cannot build the LD_PRELOAD shim: %v", err)
 	}
 	bin, err := ipcNlemuBinary()
 	if err != nil {

@@ -19,7 +19,8 @@ import (
 //
 //	go test ./integration/ -run Diff -v
 //
-// They skip when `ip netns add` is not permitted. Environment knobs:
+// They skip when `ip netns add` is not permitted, and fail instead when
+// NLEMU_REQUIRE_KERNEL is set (.ci/run sets it). Environment knobs:
 //
 //	NLEMU_DIFF_TRACE=1          log the kernel's replies and notifications of every step
 //	NLEMU_DIFF_SETTLE=50ms      quiet period on the nlemu side (default 10ms in-process)
@@ -47,7 +48,8 @@ func kernelSide(t *testing.T, name string) *Side {
 }
 
 // requireKernelNS skips the whole test (rather than each scenario) when
-// kernel namespaces cannot be created here.
+// kernel namespaces cannot be created here (fails it under
+// NLEMU_REQUIRE_KERNEL, see kernelns.Unavailable).
 func requireKernelNS(t *testing.T) {
 	t.Helper()
 	ns := kernelns.NewForTest(t, "nlemu-diff")

@@ -7,7 +7,8 @@
 // `ip netns del` by Close; callers register Close with t.Cleanup so nothing
 // leaks (CI checks that `ip netns list` is empty afterwards). When namespaces
 // cannot be created (no `ip`, not root, no CAP_SYS_ADMIN, a sandbox) New
-// returns an error wrapping ErrNotPermitted, which tests turn into t.Skip.
+// returns an error wrapping ErrNotPermitted, which NewForTest turns into a
+// skip, or into a failure when NLEMU_REQUIRE_KERNEL is set (as in CI).
 //
 // Sockets are created inside the namespace by a goroutine that locks its OS
 // thread, enters the namespace with setns(2), creates the socket and returns
@@ -36,11 +37,12 @@ import (
 
 // ErrNotPermitted is wrapped by the error New returns when kernel network
 // namespaces are not available here: the `ip` binary is missing, or
-// `ip netns add` was refused. Tests should skip, not fail, on it:
+// `ip netns add` was refused. Tests end with Unavailable on it (a skip, or a
+// failure when RequireEnv is set):
 //
 //	ns, err := kernelns.New("diff")
 //	if errors.Is(err, kernelns.ErrNotPermitted) {
-//		t.Skipf("kernel netns not available: %v", err)
+//		kernelns.Unavailable(t, "kernel netns not available: %v", err)
 //	}
 var ErrNotPermitted = errors.New("kernelns: not permitted")
 
@@ -80,13 +82,41 @@ func New(prefix string) (*NS, error) {
 	return ns, nil
 }
 
-// NewForTest is New for tests: it skips tb when namespaces are not available,
-// fails it on any other error, and registers Close with tb.Cleanup.
+// RequireEnv names the environment variable that makes the kernel side
+// mandatory: when it is set to anything but "" or "0", Unavailable (and so
+// NewForTest) fails a test instead of skipping it. .ci/run sets it, because
+// CI runs as root where every differential test must really compare with the
+// kernel; a skip there would be a test that passes without testing.
+const RequireEnv = "NLEMU_REQUIRE_KERNEL"
+
+// Required reports whether RequireEnv is set (see there).
+func Required() bool {
+	v := os.Getenv(RequireEnv)
+	return v != "" && v != "0"
+}
+
+// Unavailable ends tb because its kernel side (the oracle: `ip`, kernel
+// network namespaces, root) cannot run here. It skips with the reason, or,
+// when Required, fails with the reason and a note that RequireEnv is set.
+// Use it for every kernel-side precondition of a differential test, so that
+// an unprivileged `go test ./...` passes with messages and CI cannot.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	reason := fmt.Sprintf(format, args...)
+	if Required() {
+		tb.Fatalf("%s (%s is set: the kernel side is required, a skip is a failure)", reason, RequireEnv)
+	}
+	tb.Skipf("%s", reason)
+}
+
+// NewForTest is New for tests: when namespaces are not available it ends tb
+// with Unavailable (skip, or failure when RequireEnv is set), it fails tb on
+// any other error, and registers Close with tb.Cleanup.
 func NewForTest(tb testing.TB, prefix string) *NS {
 	tb.Helper()
 	ns, err := New(prefix)
 	if errors.Is(err, ErrNotPermitted) {
-		tb.Skipf("kernel netns not available: %v", err)
+		Unavailable(tb, "kernel netns not available: %v", err)
 	}
 	if err != nil {
 		tb.Fatal(err)

@@ -3,7 +3,9 @@ package kernelns
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +121,88 @@ func TestNotPermittedWithoutIP(t *testing.T) {
 	_, err := New("kernelns-test")
 	if !errors.Is(err, ErrNotPermitted) {
 		t.Fatalf("New without ip: %v, want ErrNotPermitted", err)
+	}
+}
+
+// fakeTB records how NewForTest ends a test. Skip and Fatal stop the calling
+// goroutine with runtime.Goexit, as the testing package's do, so code after
+// them never runs.
+type fakeTB struct {
+	testing.TB // nil: only the methods below may be called
+	ended      string
+	msg        string
+	cleanups   []func()
+}
+
+func (f *fakeTB) Helper()           {}
+func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.ended, f.msg = "skip", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+func (f *fakeTB) Skip(args ...any) {
+	f.ended, f.msg = "skip", fmt.Sprint(args...)
+	runtime.Goexit()
+}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.ended, f.msg = "fatal", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+func (f *fakeTB) Fatal(args ...any) {
+	f.ended, f.msg = "fatal", fmt.Sprint(args...)
+	runtime.Goexit()
+}
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.ended, f.msg = "error", fmt.Sprintf(format, args...)
+}
+
+// runFake runs NewForTest on a fake TB in its own goroutine (Goexit ends only
+// that goroutine) and reports how it ended.
+func runFake(prefix string) *fakeTB {
+	f := &fakeTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if ns := NewForTest(f, prefix); ns != nil {
+			f.ended = "ok"
+		}
+	}()
+	<-done
+	for _, fn := range f.cleanups {
+		fn()
+	}
+	return f
+}
+
+// TestSkipBecomesFailureWhenKernelRequired: a differential test whose kernel
+// side cannot be set up skips, which on a developer's unprivileged machine
+// is right, but in CI (root, where the oracle must run) a skip would let a
+// differential test "pass" without comparing anything. With
+// NLEMU_REQUIRE_KERNEL set (as .ci/run does) the same setup failure must end
+// the test with Fatal, carrying the reason. The failure is provoked by an
+// empty PATH (no `ip`), which works as root and as any other user.
+func TestSkipBecomesFailureWhenKernelRequired(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for _, tc := range []struct {
+		env  string
+		want string
+	}{
+		{"", "skip"},
+		{"0", "skip"},
+		{"1", "fatal"},
+	} {
+		t.Run("NLEMU_REQUIRE_KERNEL="+tc.env, func(t *testing.T) {
+			t.Setenv("NLEMU_REQUIRE_KERNEL", tc.env)
+			f := runFake("kernelns-test")
+			if f.ended != tc.want {
+				t.Fatalf("NewForTest ended with %q (%s), want %q", f.ended, f.msg, tc.want)
+			}
+			if !strings.Contains(f.msg, "`ip` not found") {
+				t.Errorf("message %q does not give the reason", f.msg)
+			}
+			if tc.want == "fatal" && !strings.Contains(f.msg, "NLEMU_REQUIRE_KERNEL") {
+				t.Errorf("message %q does not say why a skip became a failure", f.msg)
+			}
+		})
 	}
 }
