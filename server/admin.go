@@ -72,6 +72,7 @@ type Stats struct {
 	Messages         map[string]uint64 `json:"messages"`
 	Errors           map[string]uint64 `json:"errors"`
 	Rules            map[string]int    `json:"rules"`
+	PeakRSSBytes     uint64            `json:"peak_rss_bytes"` // the server process's VmHWM (rss.go)
 }
 
 var typeNames = map[int]string{
@@ -92,6 +93,7 @@ func (s *Server) Stats() Stats {
 		RTNLWaitS: ls.Wait.Seconds(), RTNLHoldS: ls.Hold.Seconds(),
 		Namespaces: s.nsm.Len(), Datagrams: tot.datagrams,
 		Messages: map[string]uint64{}, Errors: map[string]uint64{}, Rules: map[string]int{},
+		PeakRSSBytes: peakRSSBytes(),
 	}
 	s.mu.Lock()
 	st.Sockets = len(s.conns)
