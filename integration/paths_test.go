@@ -303,3 +303,54 @@ func fakeHelloServer(t *testing.T, sock string, errval int32) {
 		}
 	}()
 }
+
+// TestCLIRefusesForeignDefaultSocketDir: with no --socket, $NLEMU_SOCKET or
+// $XDG_RUNTIME_DIR, every subcommand uses $TMPDIR/nlemu-<uid>; when another
+// user could write there (here: mode 0777) a socket in it may be theirs.
+// serve, exec, netns and stats connected to (or served in) it; each must
+// exit 1 with one line naming the directory.
+func TestCLIRefusesForeignDefaultSocketDir(t *testing.T) {
+	ip := shimIP()
+	if ip == "" {
+		t.Skip("iproute2 (ip) is not installed")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed: the shim is compiled C")
+	}
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, fmt.Sprintf("nlemu-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// "Their" server, listening at the default path: a live nlemu server's
+	// socket renamed in.
+	_, sock := startTestServer(t, t.TempDir())
+	if err := os.Rename(sock, filepath.Join(dir, "nlemu.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "TMPDIR" && k != "XDG_RUNTIME_DIR" && k != "NLEMU_SOCKET" {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "TMPDIR="+tmp)
+	refusal := "refusing " + dir + ": its mode 0777 lets other users write to it"
+	for _, args := range [][]string{
+		{"exec", "--", ip, "rule", "show"},
+		{"stats"},
+		{"netns", "list"},
+		{"serve"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			out, errs, code := runNlemu(t, env, args...)
+			if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, refusal) {
+				t.Errorf("nlemu %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1 and one line saying %q",
+					strings.Join(args, " "), code, out, errs, refusal)
+			}
+		})
+	}
+}
