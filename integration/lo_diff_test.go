@@ -74,7 +74,7 @@ func u32Bytes(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v)
 
 // cacheinfo is what loMask took out of one message.
 type cacheinfo struct {
-	msg              string
+	msg               string
 	tstamp, reachable uint32
 }
 
@@ -231,6 +231,8 @@ func TestLoOnTheWireMatchesKernel(t *testing.T) {
 		{"dump rtgenmsg", get(nlmFRequest|nlmFDump, []byte{0, 0, 0, 0})},
 		{"dump ext_mask VF", get(nlmFRequest|nlmFDump, append(ifinfo(0, 0, 0, 0), mask(rtextFilterVF)...))},
 		{"dump ext_mask VF|SKIP_STATS", get(nlmFRequest|nlmFDump, append(ifinfo(17, 0, 0, 0), mask(rtextFilterVF|rtextSkipStats)...))},
+		{"dump AF_INET6 (inet6_dump_ifinfo)", get(nlmFRequest|nlmFDump, ifinfo(10, 0, 0, 0))},
+		{"dump AF_BRIDGE (rtnl_bridge_getlink)", get(nlmFRequest|nlmFDump, ifinfo(7, 0, 0, 0))},
 		{"get index 1", get(nlmFRequest, ifinfo(0, 1, 0, 0))},
 		{"get name lo ext_mask SKIP_STATS", get(nlmFRequest, nlAttr(append(ifinfo(0, 0, 0, 0), mask(rtextSkipStats)...), iflaIfname, []byte("lo\x00")))},
 	}
@@ -324,6 +326,74 @@ func TestLoIPLinkShowMatchesKernel(t *testing.T) {
 				render = ipcJSONLines
 			}
 			ipcCompare(t, strings.Join(s, " ")+" (after "+label+")", k.run(nil, s...), n.run(nil, s...), render)
+		}
+	}
+}
+
+// TestLinkRequestErrorsMatchKernel compares the ACKs of link requests that
+// fail (or succeed without changing anything) with the kernel's: errno,
+// extack text and offset, policy nest. The first case is the probe of
+// iproute2's iplink_have_newlink(): an RTM_NEWLINK naming no device must
+// get ENODEV (rtnl_newlink()), because EOPNOTSUPP makes `ip link set` fall
+// back to SIOCSIFFLAGS ioctls, which the shim does not redirect: they
+// changed the host's devices.
+func TestLinkRequestErrorsMatchKernel(t *testing.T) {
+	requireKernelNS(t)
+	sides := []*Side{kernelSide(t, "kernel"), nlemuSide(t, "nlemu")}
+	name := func(b []byte, n string) []byte { return nlAttr(b, iflaIfname, append([]byte(n), 0)) }
+	const (
+		create  = 0x400
+		excl    = 0x200
+		replace = 0x100
+	)
+	cases := []struct {
+		name  string
+		typ   uint16
+		flags uint16
+		body  []byte
+	}{
+		{"iplink_have_newlink probe", rtmNewLink, 0, ifinfo(0, 0, 0, 0)},
+		{"newlink short header", rtmNewLink, 0, []byte{0, 0, 0, 0}},
+		{"newlink unknown index", rtmNewLink, 0, ifinfo(0, 9, iffUp, iffUp)},
+		{"newlink unknown name", rtmNewLink, 0, name(ifinfo(0, 0, iffUp, iffUp), "nope")},
+		{"newlink negative index", rtmNewLink, 0, ifinfo(0, -1, 0, iffUp)},
+		{"newlink name too long", rtmNewLink, 0, name(ifinfo(0, 0, 0, iffUp), strings.Repeat("x", 20))},
+		{"newlink excl on lo", rtmNewLink, excl, ifinfo(0, 1, iffUp, iffUp)},
+		{"newlink replace on lo", rtmNewLink, replace, ifinfo(0, 1, iffUp, iffUp)},
+		{"newlink create of unknown kind", rtmNewLink, create, name(ifinfo(0, 0, iffUp, iffUp), "nope")},
+		{"newlink create on lo changes it", rtmNewLink, create, ifinfo(0, 1, 0, iffUp)},
+		{"newlink by name, family inet6", rtmNewLink, 0, name(ifinfo(10, 0, 0, iffUp), "lo")},
+		{"newlink no flags no change", rtmNewLink, 0, ifinfo(0, 1, 0, 0)},
+		{"setlink short header", rtmSetLink, 0, []byte{0, 0, 0, 0}},
+		{"setlink unknown index", rtmSetLink, 0, ifinfo(0, 9, iffUp, iffUp)},
+		{"setlink no index no name", rtmSetLink, 0, ifinfo(0, 0, iffUp, iffUp)},
+		{"setlink unknown name", rtmSetLink, 0, name(ifinfo(0, 0, iffUp, iffUp), "nope")},
+		{"setlink lo down", rtmSetLink, 0, ifinfo(0, 1, 0, iffUp)},
+		{"getlink short header", rtmGetLink, 0, []byte{0, 0, 0, 0}},
+		{"getlink no index no name", rtmGetLink, 0, ifinfo(0, 0, 0, 0)},
+		{"getlink unknown index", rtmGetLink, 0, ifinfo(0, 9, 0, 0)},
+		{"getlink unknown name", rtmGetLink, 0, name(ifinfo(0, 0, 0, 0), "nope")},
+		{"getlink name too long", rtmGetLink, 0, name(ifinfo(0, 0, 0, 0), strings.Repeat("x", 16))},
+	}
+	var socks [2]Socket
+	var rcv [2]*Receiver
+	for i, s := range sides {
+		m, err := s.Dial(SockSpec{Name: "main", ExtAck: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		socks[i], rcv[i] = m, NewReceiver(m)
+	}
+	for i, c := range cases {
+		var got [2][]string
+		for j, s := range sides {
+			req := Msg(c.typ, nlmFRequest|nlmFAck|c.flags, uint32(10+i), 0, c.body)
+			r := Exchange(socks[j], rcv[j], req, s.Timing)
+			got[j] = RenderReply(r, true)
+		}
+		if d := cmp.Diff(got[0], got[1]); d != "" {
+			t.Errorf("%s: reply differs (-kernel +nlemu):\n%s", c.name, d)
 		}
 	}
 }

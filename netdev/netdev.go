@@ -75,15 +75,16 @@ const (
 const (
 	OperUnknown = 0
 	OperDown    = 2
+	OperUp      = 6
 )
 
-// Flags returns the flags the wire carries (dev_get_flags()): dev->flags
+// WireFlags returns the flags the wire carries (dev_get_flags()): dev->flags
 // with IFF_RUNNING and IFF_LOWER_UP added while the device is up, its
 // operstate is UP or UNKNOWN (netif_oper_up()) and it has carrier.
 func (l Link) WireFlags() uint32 {
 	f := l.Flags &^ (IFF_RUNNING | IFF_LOWER_UP)
 	if l.Flags&IFF_UP != 0 {
-		if l.OperState == OperUnknown || l.OperState == 6 { // IF_OPER_UP
+		if l.OperState == OperUnknown || l.OperState == OperUp {
 			f |= IFF_RUNNING
 		}
 		if l.Carrier {
