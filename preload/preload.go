@@ -72,7 +72,8 @@ var (
 
 // Path returns the path of the shim library for this version of the source,
 // compiling it first if the cache does not hold a verified copy yet. Errors
-// are one line naming what is missing (e.g. the C compiler) or refused.
+// name what is missing (e.g. the C compiler) or refused, on one line; a
+// failed compile adds the compiler's output after it.
 func Path() (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
