@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nlemu/nlemu/internal/gctune"
 	"github.com/nlemu/nlemu/rtnl"
 	"github.com/nlemu/nlemu/server"
 )
@@ -67,14 +67,30 @@ type Run struct {
 
 // Report is the whole test: the JSON object `nlemu load --json` prints.
 type Report struct {
-	Netns        int    `json:"netns"`
-	Rules        int    `json:"rules"`
-	Driver       string `json:"driver"`
-	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
-	Runs         []Run  `json:"runs"`
+	Netns  int    `json:"netns"`
+	Rules  int    `json:"rules"`
+	Driver string `json:"driver"`
+	// PeakRSSBytes is the server's peak resident set size (VmHWM). With
+	// an embedded server (ServerInProcess) that is this process, clients
+	// included; with Config.Server it is the server process's, from STATS
+	// (its peak since it started), and ClientPeakRSSBytes is this
+	// process's.
+	PeakRSSBytes       uint64 `json:"peak_rss_bytes"`
+	ServerInProcess    bool   `json:"server_in_process"`
+	ClientPeakRSSBytes uint64 `json:"client_peak_rss_bytes,omitempty"`
+	Runs               []Run  `json:"runs"`
 }
 
 func (c *Config) defaults() error {
+	// 0 means "the default"; a negative count means nothing.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Netns", c.Netns}, {"Rules", c.Rules}, {"Parallel", c.Parallel}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s must not be negative, not %d", f.name, f.v)
+		}
+	}
 	if c.Netns <= 0 {
 		c.Netns = 4096
 	}
@@ -208,13 +224,9 @@ func Execute(c Config) (*Report, error) {
 		return nil, err
 	}
 	if c.Server == "" {
-		// Everything lives in this process. The load allocates far more
-		// than it keeps, so collect rarely, but never let the heap grow
-		// past a soft limit well under the 1 GiB budget.
-		oldPct := debug.SetGCPercent(400)
-		oldLim := debug.SetMemoryLimit(768 << 20)
-		defer debug.SetGCPercent(oldPct)
-		defer debug.SetMemoryLimit(oldLim)
+		// Everything lives in this process: the embedded server gets the
+		// collector settings `nlemu serve` runs with (gctune).
+		defer gctune.Apply()()
 		if c.Driver == "inproc" {
 			warmHeap(512 << 20)
 		}
@@ -259,6 +271,16 @@ func Execute(c Config) (*Report, error) {
 			}
 			rep.Runs = append(rep.Runs, *run)
 		}
+		if c.Server != "" {
+			// The server's own peak, from STATS: this process is only
+			// the client.
+			st, err := t.adm.ServerStats()
+			if err != nil {
+				t.close()
+				return nil, err
+			}
+			rep.PeakRSSBytes = max(rep.PeakRSSBytes, st.PeakRSSBytes)
+		}
 		// With --server the namespaces stay there for inspection.
 		if c.Server == "" {
 			for _, n := range names {
@@ -271,7 +293,12 @@ func Execute(c Config) (*Report, error) {
 		t.close()
 		runtime.GC()
 	}
-	rep.PeakRSSBytes = peakRSS()
+	if c.Server == "" {
+		rep.PeakRSSBytes = peakRSS()
+		rep.ServerInProcess = true
+	} else {
+		rep.ClientPeakRSSBytes = peakRSS()
+	}
 	return rep, nil
 }
 

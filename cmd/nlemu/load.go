@@ -30,6 +30,23 @@ func runLoad(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// loadgen treats 0 as "the default"; on the command line a count the
+	// user typed must mean what it says, so refuse the meaningless ones
+	// instead of silently running the full 4,096 x 1,024 load.
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+	}{{"netns", *netns, 1}, {"rules", *rules, 1}, {"parallel", *parallel, 0}} {
+		if f.v < f.min {
+			what := "at least 1"
+			if f.min == 0 {
+				what = "at least 1 (or 0 for the default)"
+			}
+			fmt.Fprintf(os.Stderr, "nlemu load: --%s must be %s, not %d\n", f.name, what, f.v)
+			return 2
+		}
+	}
 	cfg := loadgen.Config{Netns: *netns, Rules: *rules, Driver: *driver, Parallel: *parallel, Server: *srv, Prefix: *prefix}
 	for _, f := range strings.Split(*family, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -121,5 +138,10 @@ func printReport(rep *loadgen.Report) {
 			fmt.Printf("\nIPv%d: rtnl=always %.3fs -> rtnl=first-ipv4 %.3fs: %.2fx faster", f, always.WallS, first.WallS, always.WallS/first.WallS)
 		}
 	}
-	fmt.Printf("\npeak RSS %.1f MiB\n", float64(rep.PeakRSSBytes)/(1<<20))
+	if rep.ServerInProcess {
+		fmt.Printf("\npeak RSS %.1f MiB (server and clients in this process)\n", float64(rep.PeakRSSBytes)/(1<<20))
+	} else {
+		fmt.Printf("\nserver peak RSS %.1f MiB (since it started; from stats), client peak RSS %.1f MiB\n",
+			float64(rep.PeakRSSBytes)/(1<<20), float64(rep.ClientPeakRSSBytes)/(1<<20))
+	}
 }

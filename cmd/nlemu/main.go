@@ -8,6 +8,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/nlemu/nlemu/internal/gctune"
 )
 
 const usage = `usage: nlemu COMMAND [ARGS...]
@@ -31,6 +33,9 @@ func main() {
 	var code int
 	switch cmd {
 	case "serve":
+		// The collector settings `nlemu load`'s embedded server uses, so
+		// that figures measured against either are comparable.
+		gctune.Apply()
 		code = runServe(args)
 	case "netns":
 		code = runNetns(args)

@@ -37,6 +37,7 @@ func runStats(args []string) int {
 	fmt.Printf("namespaces           %d\n", st.Namespaces)
 	fmt.Printf("sockets              %d\n", st.Sockets)
 	fmt.Printf("datagrams            %d\n", st.Datagrams)
+	fmt.Printf("peak RSS             %.1f MiB\n", float64(st.PeakRSSBytes)/(1<<20))
 	printMap("messages", st.Messages)
 	printMap("errors", st.Errors)
 	rules := map[string]uint64{}
