@@ -307,7 +307,7 @@ func TestHelloVersionIsChecked(t *testing.T) {
 	for _, v := range []uint32{0, 2, 99} {
 		_, m := rawHello(t, path, v)
 		if m.Header.Type != rtnl.NLMSG_ERROR {
-			t.Errorf("version %d: answered with type %#x, want NLMSG_ERROR", v, m.Header.Type)
+			t.Errorf("version %d: answered with type %#x, want NLMSG_ERROR", v, uint16(m.Header.Type))
 			continue
 		}
 		ack := T.ParseAck(m)
@@ -317,7 +317,7 @@ func TestHelloVersionIsChecked(t *testing.T) {
 		}
 	}
 	if _, m := rawHello(t, path, 1); m.Header.Type != rtnl.NLEMU_HELLO {
-		t.Errorf("version 1 refused: type %#x", m.Header.Type)
+		t.Errorf("version 1 refused: type %#x", uint16(m.Header.Type))
 	}
 }
 
@@ -334,7 +334,7 @@ func TestOversizedDatagramGetsEMSGSIZE(t *testing.T) {
 	}
 	uc, m := rawHello(t, path, 1)
 	if m.Header.Type != rtnl.NLEMU_HELLO {
-		t.Fatalf("hello: %#x", m.Header.Type)
+		t.Fatalf("hello: %#x", uint16(m.Header.Type))
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
