@@ -397,3 +397,67 @@ func TestLinkRequestErrorsMatchKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkDumpChecksMatchKernel compares RTM_GETLINK dumps that filter or
+// fail: with NETLINK_GET_STRICT_CHK, rtnl_valid_dump_ifinfo_req() and
+// rtnl_dump_ifinfo() (AF_UNSPEC) and inet6_valid_dump_ifinfo() (AF_INET6)
+// refuse bad headers and attributes in the NLMSG_DONE; without it, any
+// request dumps, and IFLA_MASTER filters lo out (link_master_filtered()).
+func TestLinkDumpChecksMatchKernel(t *testing.T) {
+	requireKernelNS(t)
+	sides := []*Side{kernelSide(t, "kernel"), nlemuSide(t, "nlemu")}
+	u32 := func(b []byte, typ uint16, v uint32) []byte { return nlAttr(b, typ, u32Bytes(v)) }
+	const iflaMaster = 10
+	cases := []struct {
+		name   string
+		strict bool
+		body   []byte
+	}{
+		{"master 5", false, u32(ifinfo(0, 0, 0, 0), iflaMaster, 5)},
+		{"master 0", false, u32(ifinfo(0, 0, 0, 0), iflaMaster, 0)},
+		{"ext_mask too short drops all attributes", false, nlAttr(u32(ifinfo(0, 0, 0, 0), iflaMaster, 5), iflaExtMask, []byte{1, 0})},
+		{"index, not strict", false, ifinfo(0, 1, 0, 0)},
+		{"inet6 master 5", false, u32(ifinfo(10, 0, 0, 0), iflaMaster, 5)},
+		{"strict short", true, []byte{0, 0, 0, 0}},
+		{"strict index", true, ifinfo(0, 1, 0, 0)},
+		{"strict flags", true, ifinfo(0, 0, 1, 0)},
+		{"strict ifname", true, nlAttr(ifinfo(0, 0, 0, 0), iflaIfname, []byte("lo\x00"))},
+		{"strict ext_mask", true, u32(ifinfo(0, 0, 0, 0), iflaExtMask, rtextFilterVF|rtextSkipStats)},
+		{"strict master 5", true, u32(ifinfo(0, 0, 0, 0), iflaMaster, 5)},
+		{"strict inet6 short", true, []byte{10, 0, 0, 0}},
+		{"strict inet6 index", true, ifinfo(10, 1, 0, 0)},
+		{"strict inet6 ext_mask", true, u32(ifinfo(10, 0, 0, 0), iflaExtMask, 1)},
+		{"strict inet6", true, ifinfo(10, 0, 0, 0)},
+	}
+	var socks [2][2]Socket // [side][strict]
+	var rcv [2][2]*Receiver
+	for i, s := range sides {
+		for j, strict := range []bool{false, true} {
+			m, err := s.Dial(SockSpec{Name: "main", ExtAck: true, StrictCheck: strict})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			socks[i][j], rcv[i][j] = m, NewReceiver(m)
+		}
+	}
+	for i, c := range cases {
+		j := 0
+		if c.strict {
+			j = 1
+		}
+		var got [2][]string
+		for k, s := range sides {
+			req := Msg(rtmGetLink, nlmFRequest|nlmFDump, uint32(10+i), 0, c.body)
+			r := Exchange(socks[k][j], rcv[k][j], req, s.Timing)
+			b, _ := loMask(r.Bytes())
+			got[k] = loRender(b)
+			if r.Problem != "" {
+				got[k] = append(got[k], "problem: "+r.Problem)
+			}
+		}
+		if d := cmp.Diff(got[0], got[1]); d != "" {
+			t.Errorf("%s: reply differs (-kernel +nlemu):\n%s", c.name, d)
+		}
+	}
+}

@@ -163,9 +163,14 @@ func (ns *Namespace) notifyLink(ch *netdev.FlagChange) {
 // AF_INET6 format), AF_BRIDGE rtnl_bridge_getlink() (lo is no bridge port:
 // nothing), every other family falls back to rtnl_dump_ifinfo().
 func (ns *Namespace) dumpLinks(req *Request) Dumper {
-	q, _, _ := rtnl.DecodeLinkRequest(req.Msg, rtnl.LinkDump)
+	q, err := rtnl.DecodeLinkDump(req.Msg, req.Strict)
+	if err != nil {
+		return errDump{err}
+	}
 	d := &linkDump{links: ns.devs.Links(), seq: req.Msg.Header.Sequence, pid: req.PortID, extMask: q.ExtMask, family: q.Family}
-	if q.Family == afBridge {
+	// link_master_filtered(): lo is nobody's port, so a master filter
+	// leaves nothing (inet6_dump_ifinfo() has no filters).
+	if q.Family == afBridge || (q.Master != 0 && q.Family != rtnl.AF_INET6) {
 		d.links = nil
 	}
 	return d

@@ -11,12 +11,14 @@ const (
 	IFLA_IFNAME                     = 3
 	IFLA_MTU                        = 4
 	IFLA_QDISC                      = 6
+	IFLA_MASTER                     = 10
 	IFLA_STATS                      = 7
 	IFLA_PROTINFO                   = 12
 	IFLA_TXQLEN                     = 13
 	IFLA_MAP                        = 14
 	IFLA_OPERSTATE                  = 16
 	IFLA_LINKMODE                   = 17
+	IFLA_LINKINFO                   = 18
 	IFLA_STATS64                    = 23
 	IFLA_AF_SPEC                    = 26
 	IFLA_GROUP                      = 27
@@ -30,6 +32,7 @@ const (
 	IFLA_GSO_MAX_SEGS               = 40
 	IFLA_GSO_MAX_SIZE               = 41
 	IFLA_XDP                        = 43
+	IFLA_TARGET_NETNSID             = 46
 	IFLA_CARRIER_UP_COUNT           = 47
 	IFLA_CARRIER_DOWN_COUNT         = 48
 	IFLA_MIN_MTU                    = 50
@@ -92,6 +95,7 @@ type LinkMsg struct {
 	Name    []byte // IFLA_IFNAME (request: trailing NUL stripped; IFLA_ALT_IFNAME wins)
 	HasName bool
 	ExtMask uint32 // IFLA_EXT_MASK of a request (RTEXT_FILTER_*)
+	Master  uint32 // IFLA_MASTER of a dump request: only that master's ports
 
 	TxQueueLen                                 uint32
 	OperState                                  uint8 // IF_OPER_* as reported (DOWN while not running)
@@ -175,6 +179,17 @@ func DecodeLinkRequest(m *Message, kind int) (l *LinkMsg, unsupported uint32, er
 			} else {
 				alt, hasAlt = trimNul(a.data), true
 			}
+		case IFLA_MASTER:
+			if kind != LinkDump {
+				if unsupported == 0 {
+					unsupported = a.off
+				}
+				break
+			}
+			if len(a.data) < 4 {
+				return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(policy{kind: polU32})}
+			}
+			l.Master = ne.Uint32(a.data)
 		case IFLA_EXT_MASK:
 			if len(a.data) < 4 {
 				return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(policy{kind: polU32})}
@@ -201,6 +216,66 @@ func DecodeLinkRequest(m *Message, kind int) (l *LinkMsg, unsupported uint32, er
 		l.Name, l.HasName = name, true
 	}
 	return l, unsupported, nil
+}
+
+// DecodeLinkDump decodes an RTM_GETLINK dump request: ExtMask and Master.
+// Without strict checking nothing fails (after a policy error every
+// attribute is dropped: rtnl_dump_ifinfo() walks the devices anyway).
+// With NETLINK_GET_STRICT_CHK the request is validated as
+// rtnl_valid_dump_ifinfo_req() and rtnl_dump_ifinfo() do, or
+// inet6_valid_dump_ifinfo() for AF_INET6.
+func DecodeLinkDump(m *Message, strict bool) (*LinkMsg, *Error) {
+	l, _, _ := DecodeLinkRequest(m, LinkDump)
+	if !strict {
+		return l, nil
+	}
+	d := m.Data
+	if l.Family == AF_INET6 {
+		switch {
+		case len(d) < IfInfoLen:
+			return nil, Errorf(syscall.EINVAL, "ipv6: Invalid header for link dump request")
+		case d[1] != 0 || l.Type != 0 || l.Index != 0 || l.Flags != 0 || l.Change != 0:
+			return nil, Errorf(syscall.EINVAL, "ipv6: Invalid values in header for dump request")
+		case len(d) > IfInfoLen:
+			return nil, Errorf(syscall.EINVAL, "ipv6: Invalid data after header")
+		}
+		return l, nil
+	}
+	switch {
+	case len(d) < IfInfoLen:
+		return nil, Errorf(syscall.EINVAL, "Invalid header for link dump")
+	case d[1] != 0 || l.Type != 0 || l.Flags != 0 || l.Change != 0:
+		return nil, Errorf(syscall.EINVAL, "Invalid values in header for link dump request")
+	case l.Index != 0:
+		return nil, Errorf(syscall.EINVAL, "Filter by device index not supported for link dumps")
+	}
+	// nlmsg_parse_deprecated_strict() validates every attribute first;
+	// then rtnl_dump_ifinfo() refuses those it cannot filter by.
+	unsupported := false
+	perr := walkAttrs(d[IfInfoLen:], ifinfoAttrBase, func(a rawAttr) *Error {
+		switch a.typ {
+		case IFLA_EXT_MASK, IFLA_MASTER, IFLA_TARGET_NETNSID:
+			if len(a.data) < 4 {
+				return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(policy{kind: polU32})}
+			}
+		case IFLA_LINKINFO:
+		case IFLA_IFNAME:
+			if err := validateIfname(a); err != nil {
+				return err
+			}
+			unsupported = true
+		default:
+			unsupported = true
+		}
+		return nil
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if unsupported {
+		return nil, Errorf(syscall.EINVAL, "Unsupported attribute in link dump request")
+	}
+	return l, nil
 }
 
 // validateIfname is validate_nla() for IFLA_IFNAME.
