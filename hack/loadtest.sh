@@ -14,7 +14,7 @@ set -euo pipefail
 kernel=0
 if [ "${1:-}" = "--kernel" ]; then kernel=1; shift; fi
 N=${1:-4096}
-case "$N" in ''|*[!0-9]*) echo "usage: $0 [--kernel] [N]" >&2; exit 2;; esac
+case "$N" in ''|*[!0-9]*|0*) echo "usage: $0 [--kernel] [N]   (N: namespaces, at least 1)" >&2; exit 2;; esac
 
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -49,6 +49,8 @@ done
 ok=$("$bin" exec -n "ns-$N" -- ip rule show | wc -l)
 ok6=$("$bin" exec -n "ns-$N" -- ip -6 rule show | wc -l)
 echo "ns-$N: $ok IPv4 rules, $ok6 IPv6 rules (want 1027, 1026)"
+# The server's own memory (this script and the ip processes are not in it).
+"$bin" stats | grep 'peak RSS' | sed 's/^peak RSS */nlemu serve peak RSS /'
 for i in $(seq "$N"); do "$bin" netns del "ns-$i"; done
 
 if [ "$kernel" = 1 ]; then
