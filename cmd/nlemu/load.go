@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -33,17 +34,20 @@ func runLoad(args []string) int {
 	// loadgen treats 0 as "the default"; on the command line a count the
 	// user typed must mean what it says, so refuse the meaningless ones
 	// instead of silently running the full 4,096 x 1,024 load.
+	// At most 32765 rules: automatic priorities count down from 32765
+	// (fib_default_rule_pref()) and reach 0 after that.
 	for _, f := range []struct {
-		name string
-		v    int
-		min  int
-	}{{"netns", *netns, 1}, {"rules", *rules, 1}, {"parallel", *parallel, 0}} {
-		if f.v < f.min {
-			what := "at least 1"
-			if f.min == 0 {
-				what = "at least 1 (or 0 for the default)"
-			}
-			fmt.Fprintf(os.Stderr, "nlemu load: --%s must be %s, not %d\n", f.name, what, f.v)
+		name     string
+		v        int
+		min, max int
+		what     string
+	}{
+		{"netns", *netns, 1, math.MaxInt, "at least 1"},
+		{"rules", *rules, 1, 32765, "from 1 to 32765"},
+		{"parallel", *parallel, 0, math.MaxInt, "at least 1 (or 0 for the default)"},
+	} {
+		if f.v < f.min || f.v > f.max {
+			fmt.Fprintf(os.Stderr, "nlemu load: --%s must be %s, not %d\n", f.name, f.what, f.v)
 			return 2
 		}
 	}

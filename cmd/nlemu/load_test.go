@@ -48,6 +48,9 @@ func TestLoadRejectsZeroNetns(t *testing.T) {
 		{[]string{"--netns", "1", "--rules", "0", "--family", "4"}, "--rules"},
 		{[]string{"--netns", "1", "--rules", "-1", "--family", "4"}, "--rules"},
 		{[]string{"--netns", "1", "--rules", "1", "--family", "4", "--parallel", "-2"}, "--parallel"},
+		// Beyond 32765 the automatic priorities run out; loadgen refused
+		// it, but with exit 1 like a failed load rather than 2.
+		{[]string{"--netns", "1", "--rules", "32766", "--family", "4"}, "--rules"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var code int
