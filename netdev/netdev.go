@@ -163,6 +163,9 @@ func nowCentis() uint32 {
 	return uint32(ts.Sec*100 + ts.Nsec/10_000_000)
 }
 
+// zeroMAC is lo's hardware and broadcast address (shared, never modified).
+var zeroMAC = make([]byte, 6)
+
 // loopback returns lo as loopback_setup() and a fresh namespace make it.
 func loopback() Link {
 	return Link{
@@ -173,7 +176,7 @@ func loopback() Link {
 		GSOIPv4MaxSize: 65536, GROIPv4MaxSize: 65536,
 		TSOMaxSize: 524280, TSOMaxSegs: 65535, // GSO_LEGACY_MAX_SIZE*8-8 (loopback_setup())
 		NetnsImmutable: true, Carrier: true,
-		Address: make([]byte, 6), Broadcast: make([]byte, 6),
+		Address: zeroMAC, Broadcast: zeroMAC,
 		Qdisc:     "noop", // until the first dev_activate()
 		Inet4Conf: inet4Defaults,
 		Inet6: Inet6Dev{
