@@ -220,11 +220,12 @@ func TestLoOnTheWireMatchesKernel(t *testing.T) {
 		socks[i] = open{m, l, NewReceiver(m), NewReceiver(l)}
 	}
 
-	setFlags := func(flags uint32) func(seq uint32) []byte {
+	setFlags := func(typ uint16, extra uint16, flags uint32) func(seq uint32) []byte {
 		return func(seq uint32) []byte {
-			return Msg(rtmNewLink, nlmFRequest|nlmFAck, seq, 0, ifinfo(0, 1, flags, iffUp))
+			return Msg(typ, nlmFRequest|nlmFAck|extra, seq, 0, ifinfo(0, 1, flags, iffUp))
 		}
 	}
+	const nlmFEcho = 0x8
 	get := func(flags uint16, body []byte) func(seq uint32) []byte {
 		return func(seq uint32) []byte { return Msg(rtmGetLink, flags, seq, 0, body) }
 	}
@@ -247,10 +248,14 @@ func TestLoOnTheWireMatchesKernel(t *testing.T) {
 		change func(seq uint32) []byte
 	}{
 		{"fresh", nil},
-		{"set up", setFlags(iffUp)},
-		{"set up again", setFlags(iffUp)},
-		{"set down", setFlags(0)},
-		{"set up after down", setFlags(iffUp)},
+		{"set up", setFlags(rtmNewLink, 0, iffUp)},
+		{"set up again", setFlags(rtmNewLink, 0, iffUp)},
+		{"set down", setFlags(rtmNewLink, 0, 0)},
+		{"set up after down", setFlags(rtmNewLink, 0, iffUp)},
+		// The kernel never echoes a flag change (__dev_notify_flags() has
+		// no requester), NLM_F_ECHO or not.
+		{"RTM_SETLINK down with NLM_F_ECHO", setFlags(rtmSetLink, nlmFEcho, 0)},
+		{"RTM_NEWLINK up with NLM_F_ECHO", setFlags(rtmNewLink, nlmFEcho, iffUp)},
 	}
 	var all [2][]cacheinfo
 	seq := uint32(100)

@@ -24,7 +24,7 @@ type Link struct {
 	Name  string
 	Type  uint16 // ARPHRD_*
 	// Flags is dev->flags (IFF_UP and the configurable bits). What the
-	// wire carries is Flags() (dev_get_flags()).
+	// wire carries is WireFlags() (dev_get_flags()).
 	Flags      uint32
 	MTU        uint32
 	MinMTU     uint32
@@ -137,7 +137,7 @@ var inet6Defaults = []int32{
 	1, 0, 0, 0, // NDISC_EVICT_NOCARRIER ACCEPT_UNTRACKED_NA ACCEPT_RA_MIN_LFT FORCE_FORWARDING
 }
 
-// baseReachableTime is BASE_REACHABLE_TIME of nd_tbl (30 s), in jiffies of
+// baseReachableJiffies is BASE_REACHABLE_TIME of nd_tbl (30 s), in jiffies of
 // HZ=250, the kernel this emulates (jiffies_to_msecs() then reports
 // multiples of 4 ms).
 const (
