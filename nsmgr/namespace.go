@@ -26,6 +26,24 @@ type Listener interface {
 	Deliver(datagram []byte)
 }
 
+// GroupListener is a Listener told the multicast group of each
+// notification: the kernel's NETLINK_CB(skb).dst_group, which
+// netlink_recvmsg() reports in the sender's nl_groups and in
+// NETLINK_PKTINFO. A Listener without it gets Deliver.
+type GroupListener interface {
+	Listener
+	DeliverGroup(datagram []byte, group uint32)
+}
+
+// deliverGroup hands l notification b of group.
+func deliverGroup(l Listener, b []byte, group uint32) {
+	if gl, ok := l.(GroupListener); ok {
+		gl.DeliverGroup(b, group)
+		return
+	}
+	l.Deliver(b)
+}
+
 // Namespace is one emulated network namespace.
 type Namespace struct {
 	name  string
@@ -91,7 +109,7 @@ func (ns *Namespace) notify(group uint32, b []byte, skip Listener) {
 	defer ns.subMu.RUnlock()
 	for l, mask := range ns.subs {
 		if mask&bit != 0 && l != skip {
-			l.Deliver(b)
+			deliverGroup(l, b, group)
 		}
 	}
 }
@@ -227,7 +245,10 @@ func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
 		ns.notify(ops.Group(), b, skip)
 	}
 	if echo && req.Self != nil {
-		req.Self.Deliver(b)
+		// nlmsg_notify() unicasts the same skb it multicast, so the echo
+		// carries the group too (measured: nl_groups 0x80 and
+		// NETLINK_PKTINFO 8 on an IPv4 rule's echo).
+		deliverGroup(req.Self, b, ops.Group())
 	}
 	return result
 }

@@ -14,8 +14,11 @@ import (
 // Client is one emulated netlink socket, in-process or over the Unix
 // socket; both have the same semantics. Send hands the server one netlink
 // datagram; Recv returns the next datagram for this socket (replies, dump
-// batches, notifications) or a socket error such as ENOBUFS. A Client may
-// be used by one sender and one receiver goroutine at a time.
+// batches, notifications) or a socket error such as ENOBUFS. SetSockopt,
+// Bind, JoinGroup and LeaveGroup return once the server has applied them,
+// with the errno setsockopt(2)/bind(2) would return: a membership is in
+// effect when they return. A Client may be used by one sender and one
+// receiver goroutine at a time.
 type Client struct {
 	portid uint32
 
@@ -24,11 +27,29 @@ type Client struct {
 
 	// over a Unix socket
 	uc  *net.UnixConn
-	buf []byte
+	buf []byte // guarded by reading
 
 	mu      sync.Mutex
+	cond    sync.Cond     // L = &mu; signalled when reading or stash/acks change
 	timeout time.Duration // guarded by mu
 	closed  bool
+	// Over a Unix socket one goroutine at a time reads the socket
+	// (reading): Recv, or a control call waiting for its ack. A control
+	// call keeps what it reads before its ack in stash, in order, for
+	// Recv; Recv hands acks it reads to the control call by sequence.
+	reading bool                     // guarded by mu
+	stash   [][]byte                 // guarded by mu
+	acks    map[uint32]syscall.Errno // guarded by mu
+	ctlSeq  uint32                   // guarded by mu
+}
+
+// ackTimeout bounds how long a control call waits for the server's ack.
+const ackTimeout = 10 * time.Second
+
+func newClient(portid uint32) *Client {
+	cl := &Client{portid: portid, acks: map[uint32]syscall.Errno{}}
+	cl.cond.L = &cl.mu
+	return cl
 }
 
 // ErrTimeout is returned by Recv when the receive timeout expires.
@@ -36,11 +57,21 @@ var ErrTimeout = errors.New("nlemu: receive timed out")
 
 // Dial opens an in-process socket in namespace o.Namespace.
 func (s *Server) Dial(o Options) (*Client, error) {
-	c, err := s.open(o.Namespace, o.PID, o.bits(), o.Groups)
+	c, err := s.open(o.Namespace, o.PID, o.bits(), 0)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{portid: c.portid, c: c}, nil
+	c.priv = selfPrivileges()
+	c.groupNotes.track.Store(true)
+	cl := newClient(c.portid)
+	cl.c = c
+	if o.Groups != 0 {
+		if err := cl.Bind(o.Groups); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	return cl, nil
 }
 
 // PortID returns the socket's port id (what getsockname() reports).
@@ -79,11 +110,23 @@ const inprocRecvLen = 32768
 // Recv returns the next datagram. A socket error (ENOBUFS) is returned as a
 // syscall.Errno once, after the datagrams queued before it.
 func (cl *Client) Recv() ([]byte, error) {
+	b, _, err := cl.RecvFrom()
+	return b, err
+}
+
+// RecvFrom is Recv that also returns the multicast group the datagram was
+// sent to: the group of a notification (the kernel reports it as the
+// sender's nl_groups bit and in NETLINK_PKTINFO), 0 for a reply.
+func (cl *Client) RecvFrom() ([]byte, uint32, error) {
 	cl.mu.Lock()
 	to := cl.timeout
 	cl.mu.Unlock()
 	if cl.c != nil {
-		return cl.recvInproc(to)
+		b, err := cl.recvInproc(to)
+		if err != nil {
+			return nil, 0, err
+		}
+		return b, cl.c.takeGroup(b), nil
 	}
 	return cl.recvUnix(to)
 }
@@ -148,20 +191,100 @@ func (cl *Client) Close() error {
 }
 
 // SetSockopt sets a socket option as setsockopt(2) would on a netlink
-// socket (level SOL_NETLINK or SOL_SOCKET).
+// socket (level SOL_NETLINK or SOL_SOCKET) and returns once the server has
+// applied it, with the kernel's errno as a syscall.Errno: EINVAL for
+// NETLINK_ADD_MEMBERSHIP/DROP_MEMBERSHIP of group 0 or beyond
+// RTNLGRP_MAX, ENOPROTOOPT for an unknown SOL_NETLINK option, EPERM for
+// NETLINK_LISTEN_ALL_NSID or a privileged group without the capability.
 func (cl *Client) SetSockopt(level, name int, value uint32) error {
+	if cl.c != nil {
+		return errnoErr(cl.c.sockopt(level, name, value))
+	}
 	var p [12]byte
 	ne.PutUint32(p[0:], uint32(level))
 	ne.PutUint32(p[4:], uint32(name))
 	ne.PutUint32(p[8:], value)
-	return cl.Send(rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, 0, 0, 0, p[:]))
+	return cl.ctlUnix(rtnl.NLEMU_SETSOCKOPT, p[:])
 }
 
-// Bind sets the legacy multicast group mask, as bind(2) with nl_groups.
+// Bind sets the legacy multicast group mask, as bind(2) with nl_groups,
+// and returns once it is in effect.
 func (cl *Client) Bind(groups uint32) error {
+	if cl.c != nil {
+		return errnoErr(cl.c.bindGroups(groups))
+	}
 	var p [4]byte
 	ne.PutUint32(p[:], groups)
-	return cl.Send(rtnl.AppendMessage(nil, rtnl.NLEMU_BIND, 0, 0, 0, p[:]))
+	return cl.ctlUnix(rtnl.NLEMU_BIND, p[:])
+}
+
+// JoinGroup is setsockopt(NETLINK_ADD_MEMBERSHIP, group): notifications
+// of group are delivered from when it returns.
+func (cl *Client) JoinGroup(group uint32) error {
+	return cl.SetSockopt(rtnl.SOL_NETLINK, rtnl.NETLINK_ADD_MEMBERSHIP, group)
+}
+
+// LeaveGroup is setsockopt(NETLINK_DROP_MEMBERSHIP, group).
+func (cl *Client) LeaveGroup(group uint32) error {
+	return cl.SetSockopt(rtnl.SOL_NETLINK, rtnl.NETLINK_DROP_MEMBERSHIP, group)
+}
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// ctlUnix sends a SETSOCKOPT or BIND control message with NLM_F_ACK and
+// waits for the server's answer (docs/PROTOCOL.md). Datagrams that arrive
+// before it are kept, in order, for Recv.
+func (cl *Client) ctlUnix(typ uint16, p []byte) error {
+	cl.mu.Lock()
+	cl.ctlSeq++
+	seq := cl.ctlSeq
+	cl.mu.Unlock()
+	if _, err := cl.uc.Write(rtnl.AppendMessage(nil, typ, rtnl.NLM_F_ACK, seq, 0, p)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(ackTimeout)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for {
+		if e, ok := cl.acks[seq]; ok {
+			delete(cl.acks, seq)
+			return errnoErr(e)
+		}
+		if cl.reading {
+			// Recv is reading: it hands the ack over.
+			cl.cond.Wait()
+			continue
+		}
+		cl.reading = true
+		cl.mu.Unlock()
+		d, err := cl.readUnix(deadline)
+		cl.mu.Lock()
+		cl.reading = false
+		cl.cond.Broadcast()
+		if err != nil {
+			return err
+		}
+		if s, e, ok := controlAck(d); ok {
+			cl.acks[s] = e
+		} else {
+			cl.stash = append(cl.stash, d)
+		}
+	}
+}
+
+// controlAck recognizes the server's answer to a SETSOCKOPT or BIND, an
+// NLEMU_ACK alone in its datagram, and returns its sequence number and
+// errno.
+func controlAck(d []byte) (uint32, syscall.Errno, bool) {
+	if len(d) != rtnl.NLMSG_HDRLEN+4 || ne.Uint16(d[4:]) != rtnl.NLEMU_ACK || ne.Uint32(d) != uint32(len(d)) {
+		return 0, 0, false
+	}
+	return ne.Uint32(d[8:]), syscall.Errno(-int32(ne.Uint32(d[16:]))), true
 }
 
 // DialUnix connects to the server at path and opens a socket in namespace
@@ -186,7 +309,7 @@ func DialUnix(path string, o Options) (*Client, error) {
 	ne.PutUint32(p[0:], 1)
 	ne.PutUint32(p[4:], pid)
 	ne.PutUint32(p[8:], o.bits())
-	ne.PutUint32(p[12:], o.Groups)
+	ne.PutUint32(p[12:], 0) // groups: bound after GROUPFRAMES, below
 	p = append(append(p, name...), 0)
 	if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p)); err != nil {
 		uc.Close()
@@ -212,12 +335,30 @@ func DialUnix(path string, o Options) (*Client, error) {
 			uc.Close()
 			return nil, errors.New("nlemu: bad hello reply")
 		}
-		cl := &Client{portid: ne.Uint32(m.Data[4:]), uc: uc, buf: buf}
+		cl := newClient(ne.Uint32(m.Data[4:]))
+		cl.uc, cl.buf = uc, buf
 		// Tell the server the buffer we read with, as a netlink reader's
-		// recvmsg() does, so dump batches are sized like the kernel's.
-		if err := cl.SetSockopt(rtnl.SOL_NETLINK, rtnl.NLEMU_RECVLEN, inprocRecvLen); err != nil {
+		// recvmsg() does, so dump batches are sized like the kernel's (no
+		// ack needed: it is applied before the next control message), and
+		// ask for notifications framed with their group. The groups are
+		// bound only then, so that every notification carries its group.
+		var p [12]byte
+		ne.PutUint32(p[0:], rtnl.SOL_NETLINK)
+		ne.PutUint32(p[4:], rtnl.NLEMU_RECVLEN)
+		ne.PutUint32(p[8:], inprocRecvLen)
+		if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, 0, 0, 0, p[:])); err != nil {
 			uc.Close()
 			return nil, err
+		}
+		if err := cl.SetSockopt(rtnl.SOL_NETLINK, rtnl.NLEMU_GROUPFRAMES, 1); err != nil {
+			uc.Close()
+			return nil, err
+		}
+		if o.Groups != 0 {
+			if err := cl.Bind(o.Groups); err != nil {
+				uc.Close()
+				return nil, err
+			}
 		}
 		return cl, nil
 	case rtnl.NLMSG_ERROR:
@@ -240,13 +381,55 @@ func helloError(d []byte) error {
 	return errno
 }
 
-func (cl *Client) recvUnix(to time.Duration) ([]byte, error) {
+func (cl *Client) recvUnix(to time.Duration) ([]byte, uint32, error) {
+	var deadline time.Time
 	if to > 0 {
-		cl.uc.SetReadDeadline(time.Now().Add(to))
-	} else {
-		cl.uc.SetReadDeadline(time.Time{})
+		deadline = time.Now().Add(to)
 	}
-	n, _, flags, _, err := cl.uc.ReadMsgUnix(cl.buf, nil)
+	cl.mu.Lock()
+	for {
+		if len(cl.stash) > 0 {
+			d := cl.stash[0]
+			cl.stash[0] = nil
+			cl.stash = cl.stash[1:]
+			cl.mu.Unlock()
+			return decodeUnix(d)
+		}
+		if !cl.reading {
+			break
+		}
+		// A control call is reading; it stashes what is not its ack.
+		cl.cond.Wait()
+	}
+	cl.reading = true
+	cl.mu.Unlock()
+	for {
+		d, err := cl.readUnix(deadline)
+		cl.mu.Lock()
+		if err == nil {
+			if s, e, ok := controlAck(d); ok {
+				// A control call on the sending goroutine waits for it.
+				cl.acks[s] = e
+				cl.cond.Broadcast()
+				cl.mu.Unlock()
+				continue
+			}
+		}
+		cl.reading = false
+		cl.cond.Broadcast()
+		cl.mu.Unlock()
+		if err != nil {
+			return nil, 0, err
+		}
+		return decodeUnix(d)
+	}
+}
+
+// readUnix reads one datagram (a copy), by deadline if it is set. Only the
+// goroutine that set cl.reading calls it.
+func (cl *Client) readUnix(deadline time.Time) ([]byte, error) {
+	cl.uc.SetReadDeadline(deadline)
+	n, _, _, _, err := cl.uc.ReadMsgUnix(cl.buf, nil)
 	if err != nil {
 		var nerr net.Error
 		if errors.As(err, &nerr) && nerr.Timeout() {
@@ -254,13 +437,21 @@ func (cl *Client) recvUnix(to time.Duration) ([]byte, error) {
 		}
 		return nil, err
 	}
-	_ = flags
-	b := cl.buf[:n]
-	if n >= 20 && ne.Uint16(b[4:]) == rtnl.NLEMU_SOCKERR {
-		return nil, syscall.Errno(ne.Uint32(b[16:]))
-	}
 	if n == 0 {
 		return nil, net.ErrClosed
 	}
-	return append([]byte(nil), b...), nil
+	return append([]byte(nil), cl.buf[:n]...), nil
+}
+
+// decodeUnix turns a datagram from the server into what Recv returns: a
+// SOCKERR becomes its errno, and a notification framed with NLEMU_GROUP
+// loses the frame, which gives its group.
+func decodeUnix(b []byte) ([]byte, uint32, error) {
+	if len(b) >= 20 && ne.Uint16(b[4:]) == rtnl.NLEMU_SOCKERR {
+		return nil, 0, syscall.Errno(ne.Uint32(b[16:]))
+	}
+	if len(b) >= rtnl.NLEMU_GROUP_LEN && ne.Uint16(b[4:]) == rtnl.NLEMU_GROUP && ne.Uint32(b) == rtnl.NLEMU_GROUP_LEN {
+		return b[rtnl.NLEMU_GROUP_LEN:], ne.Uint32(b[16:]), nil
+	}
+	return b, 0, nil
 }

@@ -39,6 +39,34 @@ type conn struct {
 	// hangup, when set, ends the transport (the Unix connection) so that
 	// Server.Close also stops a reader blocked on its client.
 	hangup func() // guarded by mu
+	// priv is what the socket's opener may do (ns_capable() checks of
+	// netlink_setsockopt() and rtnetlink_bind()). Set before the socket
+	// handles its first request, then only read.
+	priv privileges
+	// groupNotes (and the per-socket state behind it) records the
+	// multicast group of each queued notification, for clients that report
+	// it (nl_groups, NETLINK_PKTINFO).
+	groupNotes
+}
+
+// privileges are the capabilities that netlink checks on a socket.
+type privileges struct {
+	netAdmin     bool // CAP_NET_ADMIN: join RTNLGRP_IPV{4,6}_MROUTE_R
+	netBroadcast bool // CAP_NET_BROADCAST: NETLINK_LISTEN_ALL_NSID
+}
+
+// groupNotes maps a queued notification (by its first byte, which is
+// unique among the datagrams of one queue while it is queued) to its
+// group: the queue itself stays a queue of plain datagrams, and only
+// sockets whose client reports groups (track) pay for the map.
+type groupNotes struct {
+	track atomic.Bool
+	n     atomic.Int32 // entries in m, to skip the lock when there are none
+	gmu   sync.Mutex
+	m     map[*byte]uint32 // guarded by gmu
+	// frame is the Unix writer's buffer for a framed notification (used
+	// only by the writer, under unixWriter.mu).
+	frame []byte
 }
 
 type dumpState struct {
@@ -47,8 +75,69 @@ type dumpState struct {
 	doneOnly bool // the batch after the last one: NLMSG_DONE alone
 }
 
-// Deliver queues a multicast or unicast datagram (nsmgr.Listener).
+// Deliver queues a unicast datagram (nsmgr.Listener).
 func (c *conn) Deliver(b []byte) { c.q.push(b, false) }
+
+// DeliverGroup queues a notification of a multicast group
+// (nsmgr.GroupListener), remembering its group for a client that reports
+// it.
+func (c *conn) DeliverGroup(b []byte, group uint32) {
+	if group == 0 || len(b) == 0 || !c.groupNotes.track.Load() {
+		c.q.push(b, false)
+		return
+	}
+	g := &c.groupNotes
+	k := &b[0]
+	g.gmu.Lock()
+	if g.m == nil {
+		g.m = map[*byte]uint32{}
+	}
+	g.m[k] = group
+	g.n.Add(1)
+	g.gmu.Unlock()
+	if !c.q.push(b, false) {
+		g.gmu.Lock()
+		if _, ok := g.m[k]; ok {
+			delete(g.m, k)
+			g.n.Add(-1)
+		}
+		g.gmu.Unlock()
+	}
+}
+
+// takeGroup returns the group of datagram b just taken from the queue (0
+// for replies and unicast), forgetting it.
+func (c *conn) takeGroup(b []byte) uint32 {
+	g := &c.groupNotes
+	if len(b) == 0 || g.n.Load() == 0 {
+		return 0
+	}
+	g.gmu.Lock()
+	grp, ok := g.m[&b[0]]
+	if ok {
+		delete(g.m, &b[0])
+		g.n.Add(-1)
+	}
+	g.gmu.Unlock()
+	return grp
+}
+
+// wireForm is datagram b as the Unix writer sends it: a notification is
+// preceded, in the same datagram, by an NLEMU_GROUP message naming its
+// group (docs/PROTOCOL.md). Called only by the writer; the result is valid
+// until the next call.
+func (c *conn) wireForm(b []byte) []byte {
+	grp := c.takeGroup(b)
+	if grp == 0 {
+		return b
+	}
+	var p [4]byte
+	ne.PutUint32(p[:], grp)
+	f := rtnl.AppendMessage(c.groupNotes.frame[:0], rtnl.NLEMU_GROUP, 0, 0, 0, p[:])
+	f = append(f, b...)
+	c.groupNotes.frame = f
+	return f
+}
 
 // handle processes one datagram from the client.
 func (c *conn) handle(b []byte) {
@@ -148,37 +237,94 @@ func (c *conn) afterRead(bufLen int) {
 	}
 }
 
-// control applies an nlemu control message (docs/PROTOCOL.md).
+// control applies an nlemu control message (docs/PROTOCOL.md). SETSOCKOPT
+// and BIND with NLM_F_ACK are answered with an NLEMU_ACK carrying the
+// errno setsockopt(2)/bind(2) returns, so that a client can return only
+// once the option (a membership above all) is in effect; without the flag
+// they are applied silently, as for clients from before acks.
 func (c *conn) control(m *rtnl.Message) {
 	d := m.Data
+	var errno syscall.Errno
 	switch uint16(m.Header.Type) {
 	case rtnl.NLEMU_SETSOCKOPT:
-		if len(d) >= 12 {
-			c.setsockopt(int(ne.Uint32(d)), int(ne.Uint32(d[4:])), ne.Uint32(d[8:]))
+		if len(d) < 12 {
+			errno = syscall.EINVAL
+			break
 		}
+		errno = c.setsockopt(int(ne.Uint32(d)), int(ne.Uint32(d[4:])), ne.Uint32(d[8:]))
 	case rtnl.NLEMU_BIND:
-		if len(d) >= 4 {
-			c.bind(ne.Uint32(d))
+		if len(d) < 4 {
+			errno = syscall.EINVAL
+			break
 		}
+		errno = c.bind(ne.Uint32(d))
 	case rtnl.NLEMU_NETNS_ADD, rtnl.NLEMU_NETNS_DEL, rtnl.NLEMU_NETNS_LIST, rtnl.NLEMU_STATS:
 		c.admin(m)
+		return
+	default:
+		errno = syscall.EOPNOTSUPP
+	}
+	if uint16(m.Header.Flags)&rtnl.NLM_F_ACK != 0 {
+		// Forced: the answer a client blocks for is never dropped.
+		var p [4]byte
+		ne.PutUint32(p[:], uint32(-int32(errno)))
+		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_ACK, 0, m.Header.Sequence, 0, p[:]), true)
 	}
 }
 
-func (c *conn) setsockopt(level, name int, v uint32) {
+// sockopt applies a socket option from the in-process client: the same
+// as a SETSOCKOPT control message, with its errno returned directly.
+func (c *conn) sockopt(level, name int, v uint32) syscall.Errno {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return syscall.EBADF
+	}
+	return c.setsockopt(level, name, v)
+}
+
+// bindGroups is bind(2) with nl_groups for the in-process client.
+func (c *conn) bindGroups(mask uint32) syscall.Errno {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return syscall.EBADF
+	}
+	return c.bind(mask)
+}
+
+// setsockopt mirrors netlink_setsockopt() on a NETLINK_ROUTE socket (and
+// SO_RCVBUF of sock_setsockopt()), returning its errno.
+func (c *conn) setsockopt(level, name int, v uint32) syscall.Errno {
 	switch {
 	case level == rtnl.SOL_NETLINK:
 		switch name {
 		case rtnl.NETLINK_ADD_MEMBERSHIP, rtnl.NETLINK_DROP_MEMBERSHIP:
-			if v == 0 || v > 64 {
-				return
+			// if (!val || val - 1 >= nlk->ngroups) return -EINVAL;
+			if v == 0 || v-1 >= rtnl.RTNL_NGROUPS {
+				return syscall.EINVAL
 			}
 			if name == rtnl.NETLINK_ADD_MEMBERSHIP {
+				// nlk->netlink_bind(), only for a join
+				if e := c.mayJoin(v); e != 0 {
+					return e
+				}
 				c.groups |= 1 << (v - 1)
 			} else {
 				c.groups &^= 1 << (v - 1)
 			}
 			c.ns.SetGroups(c, c.groups)
+		case rtnl.NETLINK_PKTINFO, netlinkBroadcastError:
+			// Flags the client applies itself (what it reports on
+			// receive); nothing changes here.
+		case rtnl.NETLINK_LISTEN_ALL_NSID:
+			// ns_capable(net->user_ns, CAP_NET_BROADCAST), for setting
+			// and clearing alike. nlemu has no peer namespaces with
+			// nsids, so for a privileged socket there is nothing more to
+			// do.
+			if !c.priv.netBroadcast {
+				return syscall.EPERM
+			}
 		case rtnl.NETLINK_EXT_ACK:
 			c.extAck = v != 0
 		case rtnl.NETLINK_CAP_ACK:
@@ -192,18 +338,50 @@ func (c *conn) setsockopt(level, name int, v uint32) {
 				c.maxRecv = int(v)
 				c.maxRecvSeen.Store(int64(v))
 			}
+		case rtnl.NLEMU_GROUPFRAMES:
+			c.groupNotes.track.Store(v != 0)
+		default:
+			return syscall.ENOPROTOOPT
 		}
 	case level == rtnl.SOL_SOCKET && name == rtnl.SO_RCVBUF:
 		// sock_setsockopt(): capped by rmem_max, then doubled.
 		n := min(int(v), rmemMax)
 		c.q.setLimit(max(2*n, 2304))
+	case level == rtnl.SOL_SOCKET:
+		// Other socket-level options are the transport's business
+		// (the shim applies them to its own socket): accepted, ignored.
+	default:
+		return syscall.ENOPROTOOPT
 	}
+	return 0
 }
 
-// bind replaces groups 1..32 with the legacy nl_groups mask.
-func (c *conn) bind(mask uint32) {
+// netlinkBroadcastError is NETLINK_BROADCAST_ERROR.
+const netlinkBroadcastError = 4
+
+// mayJoin is rtnetlink_bind(): the multicast routing report groups need
+// CAP_NET_ADMIN.
+func (c *conn) mayJoin(g uint32) syscall.Errno {
+	if (g == rtnl.RTNLGRP_IPV4_MROUTE_R || g == rtnl.RTNLGRP_IPV6_MROUTE_R) && !c.priv.netAdmin {
+		return syscall.EPERM
+	}
+	return 0
+}
+
+// bind replaces groups 1..32 with the legacy nl_groups mask, as
+// netlink_bind() does after checking each group with rtnetlink_bind() (an
+// EPERM leaves the groups as they were).
+func (c *conn) bind(mask uint32) syscall.Errno {
+	for g := uint32(1); g <= 32; g++ {
+		if mask&(1<<(g-1)) != 0 {
+			if e := c.mayJoin(g); e != 0 {
+				return e
+			}
+		}
+	}
 	c.groups = c.groups&^0xffffffff | uint64(mask)
 	c.ns.SetGroups(c, c.groups)
+	return 0
 }
 
 // close detaches the socket from its namespace and wakes its reader.

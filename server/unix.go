@@ -95,6 +95,8 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	}
 	// Server.Close hangs up on the client, ending the reader below.
 	c.onClose(func() { uc.Close() })
+	// What the peer may do (LISTEN_ALL_NSID, privileged groups).
+	c.priv = peerPrivileges(uc)
 	var p [8]byte
 	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)
@@ -162,7 +164,7 @@ func (w *unixWriter) drain() bool {
 			ne.PutUint32(e[:], uint32(errno))
 			b = rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
 		}
-		if _, err := w.uc.Write(b); err != nil {
+		if _, err := w.uc.Write(w.c.wireForm(b)); err != nil {
 			w.c.close()
 			return false
 		}
