@@ -9,23 +9,54 @@ import (
 )
 
 // queue is a socket's receive queue: datagrams waiting for the reader,
-// bounded by the socket's receive buffer like sk_rcvbuf. Multicast and
-// unicast replies that find it over its limit are dropped and the reader
-// gets ENOBUFS once (netlink_overrun()); dumps only produce their next
-// datagram once the reader has drained it below half (netlink_recvmsg()).
+// bounded by the socket's receive buffer like sk_rcvbuf, each charged its
+// kernel truesize (datagramTruesize) as sk_rmem_alloc is. Multicast and
+// unicast replies that do not fit are dropped and the reader gets ENOBUFS
+// once (netlink_overrun()); dumps only produce their next datagram once the
+// reader has drained it to half (netlink_recvmsg()).
+//
+// Over a Unix socket, a datagram written into the socket stays charged
+// (a flight) until the client has read it, which SIOCOUTQ tells: otherwise
+// the AF_UNIX buffers would silently enlarge the receive buffer.
 type queue struct {
 	mu    sync.Mutex
 	cond  sync.Cond
-	items [][]byte // guarded by mu
+	items []item // guarded by mu
 	head  int
-	bytes int           // guarded by mu: bytes queued
-	limit int           // guarded by mu: receive buffer
+	bytes int           // guarded by mu: truesize queued and in flight
+	limit int           // guarded by mu: receive buffer (sk_rcvbuf)
 	err   syscall.Errno // guarded by mu: pending socket error
 	noErr bool          // guarded by mu: NETLINK_NO_ENOBUFS
 	// congested is NETLINK_S_CONGESTED: set by an overrun, it drops every
 	// further multicast until the reader has emptied the queue.
 	congested bool // guarded by mu
 	closed    bool // guarded by mu
+
+	// The transport's side (Unix socket); all guarded by mu.
+	flights []flight // written, not yet read by the client, oldest first
+	fhead   int
+	fcharge int // sum of the flights' charges
+	// outq reports the bytes the client has not read yet (SIOCOUTQ on
+	// the server's end); nil in-process.
+	outq func() (int, bool)
+	// wantRoom: a dump waits for the reader to make room; wgen counts
+	// the transport's write-space wakeups; stalled (at stallGen) means
+	// the socket was full and the writer waits for the next wakeup.
+	wantRoom bool
+	wgen     uint64
+	stalled  bool
+}
+
+// item is a queued datagram and the truesize it is charged.
+type item struct {
+	b    []byte
+	size int
+}
+
+// flight is a datagram in the Unix socket: its cost to the socket's
+// sk_wmem_alloc (unixCharge) and its truesize, still charged to the queue.
+type flight struct {
+	charge, size int
 }
 
 // defaultRcvbuf is net.core.rmem_default and rmemMax net.core.rmem_max,
@@ -53,16 +84,19 @@ func newQueue() *queue {
 	return q
 }
 
-// push queues b unless the queue is over its limit and force is false.
-// It never blocks.
+// push queues b unless it does not fit and force is false. It never
+// blocks. Forced datagrams (dump batches, nlemu's control answers) are
+// always queued and charged.
 func (q *queue) push(b []byte, force bool) bool {
+	size := datagramTruesize(b, force)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return false
 	}
-	if !force && (q.bytes > q.limit || q.congested) {
-		// netlink_overrun(): ENOBUFS once per congestion episode.
+	if !force && !q.admitLocked(size) {
+		// netlink_overrun(): ENOBUFS once per congestion episode; with
+		// NETLINK_NO_ENOBUFS neither the error nor the congestion.
 		if !q.noErr && !q.congested {
 			q.congested = true
 			q.err = syscall.ENOBUFS
@@ -70,55 +104,202 @@ func (q *queue) push(b []byte, force bool) bool {
 		q.cond.Signal()
 		return false
 	}
-	q.items = append(q.items, b)
-	q.bytes += len(b)
+	q.items = append(q.items, item{b, size})
+	q.bytes += size
 	q.cond.Signal()
 	return true
 }
 
-// pop returns a pending socket error first (skb_recv_datagram() checks
-// sk_err before the queue), else the next datagram, blocking while there is
-// neither. It returns (nil, 0, false) once closed.
-func (q *queue) pop(block bool) ([]byte, syscall.Errno, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for {
-		if !block || q.err != 0 || q.head < len(q.items) || q.closed {
-			return q.popLocked()
-		}
-		q.cond.Wait()
+// admitLocked is the test of netlink_broadcast_deliver() (and of
+// netlink_attachskb(), for replies, which the kernel unicasts without
+// waiting): a socket that is not congested takes the skb if its
+// sk_rmem_alloc with the skb charged stays within sk_rcvbuf, or if it was
+// empty ("rmem == skb->truesize"), however large the skb. Before refusing,
+// it learns what the client has read from the transport meanwhile.
+func (q *queue) admitLocked(size int) bool {
+	fits := func() bool { return !q.congested && (q.bytes == 0 || q.bytes+size <= q.limit) }
+	if fits() {
+		return true
 	}
+	q.settleLocked()
+	return fits()
 }
 
-// popLocked is one non-blocking pop with q.mu held.
-func (q *queue) popLocked() ([]byte, syscall.Errno, bool) {
-	for {
-		if q.err != 0 {
-			e := q.err
-			q.err = 0
-			return nil, e, true
+// settleLocked releases the flights the client has read, from the
+// transport's count of unread bytes: they are consumed in order, so the
+// oldest flight has been read while the newer ones alone still account for
+// the unread bytes. A queue left empty ends congestion, as netlink_recvmsg()
+// does once the receive queue is empty. It reports whether any was released.
+func (q *queue) settleLocked() bool {
+	if q.fhead == len(q.flights) {
+		if q.head == len(q.items) {
+			q.congested = false
 		}
-		if q.head < len(q.items) {
-			b := q.items[q.head]
-			q.items[q.head] = nil
-			q.head++
-			if q.head == len(q.items) {
+		return false
+	}
+	if q.outq == nil {
+		return false
+	}
+	unread, ok := q.outq()
+	if !ok {
+		return false
+	}
+	released := false
+	for q.fhead < len(q.flights) {
+		f := q.flights[q.fhead]
+		if q.fcharge-f.charge < unread {
+			break
+		}
+		q.fcharge -= f.charge
+		q.bytes -= f.size
+		q.fhead++
+		released = true
+	}
+	if q.fhead == len(q.flights) {
+		q.flights, q.fhead = q.flights[:0], 0
+		if q.head == len(q.items) {
+			q.congested = false
+		}
+	}
+	return released
+}
+
+// popLocked is one non-blocking pop with q.mu held, for a reader that
+// consumes at once (the in-process client): a pending socket error first
+// (skb_recv_datagram() checks sk_err before the queue), else the next
+// datagram, whose charge is released. It returns (nil, 0, false) once
+// closed.
+func (q *queue) popLocked() ([]byte, syscall.Errno, bool) {
+	if q.err != 0 {
+		e := q.err
+		q.err = 0
+		return nil, e, true
+	}
+	if q.head < len(q.items) {
+		it := q.items[q.head]
+		q.items[q.head] = item{}
+		q.head++
+		q.bytes -= it.size
+		if q.head == len(q.items) {
+			q.items, q.head = q.items[:0], 0
+			if q.fhead == len(q.flights) {
 				// netlink_rcv_wake(): an empty queue ends congestion.
-				q.items, q.head = q.items[:0], 0
 				q.congested = false
 			}
-			q.bytes -= len(b)
-			return b, 0, true
 		}
-		return nil, 0, !q.closed
+		return it.b, 0, true
 	}
+	return nil, 0, !q.closed
 }
 
-// roomForDump reports whether a dump may add its next datagram.
+// next returns, without removing it, what a transport writes next: a
+// pending socket error first, else the oldest datagram; nil and 0 when
+// there is nothing, ok false once closed. gen identifies the write-space
+// wakeups seen so far, for stall.
+func (q *queue) next() (b []byte, errno syscall.Errno, gen uint64, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, 0, 0, false
+	}
+	if q.err != 0 {
+		return nil, q.err, q.wgen, true
+	}
+	if q.head < len(q.items) {
+		return q.items[q.head].b, 0, q.wgen, true
+	}
+	return nil, 0, q.wgen, true
+}
+
+// sent records that what next returned (the error when isErr) is now in
+// the transport, n bytes long: it stays charged until the client reads it.
+func (q *queue) sent(isErr bool, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	size := 0
+	if isErr {
+		q.err = 0
+	} else if q.head < len(q.items) {
+		size = q.items[q.head].size
+		q.items[q.head] = item{}
+		q.head++
+		if q.head == len(q.items) {
+			q.items, q.head = q.items[:0], 0
+		}
+	}
+	q.flights = append(q.flights, flight{unixCharge(n), size})
+	q.fcharge += unixCharge(n)
+	q.stalled = false
+}
+
+// sentUnqueued records a datagram of n bytes written into the transport
+// without being queued (a socket error): it charges the queue nothing, but
+// the transport counts it among the unread bytes until the client reads it.
+func (q *queue) sentUnqueued(n int) {
+	q.mu.Lock()
+	q.flights = append(q.flights, flight{charge: unixCharge(n)})
+	q.fcharge += unixCharge(n)
+	q.mu.Unlock()
+}
+
+// stall notes that the transport was full when the writer tried (having
+// seen gen): it waits for the next write-space wakeup, unless one came in
+// between.
+func (q *queue) stall(gen uint64) {
+	q.mu.Lock()
+	if q.wgen == gen {
+		q.stalled = true
+	}
+	q.mu.Unlock()
+}
+
+// writeSpace is a write-space wakeup from the transport: the client has
+// read something. It ends a stall and reports whether a dump that waited
+// for room may now go on.
+func (q *queue) writeSpace() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.wgen++
+	if q.stalled {
+		q.stalled = false
+		q.cond.Broadcast()
+	}
+	if !q.wantRoom {
+		return false
+	}
+	q.settleLocked()
+	if q.bytes > q.limit/2 {
+		return false
+	}
+	q.wantRoom = false
+	return true
+}
+
+// setTransport makes the queue charge what the transport holds unread;
+// outq reports it (SIOCOUTQ).
+func (q *queue) setTransport(outq func() (int, bool)) {
+	q.mu.Lock()
+	q.outq = outq
+	q.mu.Unlock()
+}
+
+// roomForDump reports whether a dump may add its next datagram: the
+// receive queue is at most half full (netlink_recvmsg()). If not, the
+// transport's next write-space wakeup asks again (wantRoom is set before
+// settling, so a read in between is not missed).
 func (q *queue) roomForDump() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.bytes <= q.limit/2
+	if q.bytes <= q.limit/2 {
+		q.wantRoom = false
+		return true
+	}
+	q.wantRoom = true
+	if q.settleLocked() && q.bytes <= q.limit/2 {
+		q.wantRoom = false
+		return true
+	}
+	return false
 }
 
 func (q *queue) setLimit(n int) {
@@ -140,12 +321,12 @@ func (q *queue) close() {
 	q.mu.Unlock()
 }
 
-// wait blocks until the queue has a datagram or an error to deliver, and
-// reports false once it is closed.
+// wait blocks until the queue has a datagram or an error to deliver and
+// the transport is not full, and reports false once it is closed.
 func (q *queue) wait() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.head >= len(q.items) && q.err == 0 && !q.closed {
+	for (q.stalled || q.head >= len(q.items) && q.err == 0) && !q.closed {
 		q.cond.Wait()
 	}
 	return !q.closed

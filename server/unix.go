@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -14,7 +15,11 @@ import (
 )
 
 // serverSndbuf is SO_SNDBUF on the server's end of a connection: room for
-// the largest dump datagram plus a little.
+// the largest dump datagram plus a little (a datagram must fit in
+// sk_sndbuf). What the socket holds unread stays charged to the receive
+// queue (queue.flights), so this size does not enlarge the receive buffer;
+// when it is full the writer waits for the client, never blocking the
+// reader.
 const serverSndbuf = 64 << 10
 
 // Listener is a Unix SOCK_SEQPACKET listener serving the nlemu protocol.
@@ -107,7 +112,9 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	// Keep the kernel's socket buffer small so that this socket's own
 	// receive queue (and its ENOBUFS) decides, not the AF_UNIX buffer.
 	uc.SetWriteBuffer(serverSndbuf)
-	w := &unixWriter{c: c, uc: uc}
+	w := &unixWriter{c: c, uc: uc, raw: raw}
+	stopWatch := w.watch()
+	defer stopWatch()
 	writerDone := make(chan struct{})
 	go func() {
 		// Delivers what arrives without a request: notifications, and the
@@ -140,19 +147,26 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 
 // unixWriter moves a connection's queued datagrams into its socket; the
 // reader (after each request) and the writer goroutine (for everything
-// else) both drain, one at a time, so order is kept.
+// else) both drain, one at a time, so order is kept. Writes never block:
+// when the socket is full the datagram stays queued and the writer
+// goroutine waits for the client to read (watch).
 type unixWriter struct {
-	mu sync.Mutex
-	c  *conn
-	uc *net.UnixConn
+	mu  sync.Mutex
+	c   *conn
+	uc  *net.UnixConn
+	raw syscall.RawConn
+	// retry is the wire form of the oldest queued datagram when the
+	// socket was full (guarded by mu).
+	retry []byte
 }
 
-// drain writes every queued datagram; false when the socket is gone.
+// drain writes queued datagrams until none is left or the socket is full;
+// false when the socket is gone.
 func (w *unixWriter) drain() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
-		b, errno, ok := w.c.q.pop(false)
+		b, errno, gen, ok := w.c.q.next()
 		if !ok {
 			return false
 		}
@@ -163,12 +177,91 @@ func (w *unixWriter) drain() bool {
 			var e [4]byte
 			ne.PutUint32(e[:], uint32(errno))
 			b = rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
+		} else if w.retry != nil {
+			b, w.retry = w.retry, nil
+		} else {
+			b = w.c.wireForm(b)
 		}
-		if _, err := w.uc.Write(w.c.wireForm(b)); err != nil {
+		switch err := w.write(b); err {
+		case nil:
+		case unix.EAGAIN:
+			if errno == 0 {
+				// wireForm took the datagram's group: keep its form.
+				w.retry = b
+			}
+			w.c.q.stall(gen)
+			return true
+		default:
 			w.c.close()
 			return false
 		}
+		w.c.q.sent(errno != 0, len(b))
 		w.c.afterRead(0)
+	}
+}
+
+// write sends one datagram without waiting.
+func (w *unixWriter) write(b []byte) error {
+	var werr error
+	err := w.raw.Write(func(fd uintptr) bool {
+		for {
+			_, werr = unix.Write(int(fd), b)
+			if werr != unix.EINTR {
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// watch makes the connection's queue charge what its socket holds unread
+// (SIOCOUTQ: for AF_UNIX the truesize of the datagrams the peer has not
+// read) and follows the client's reads: every read frees socket memory and
+// wakes writers (unix_write_space()), which a second descriptor of the
+// socket waits for, so that a stalled writer and a dump waiting for room go
+// on. It returns the function that stops watching.
+func (w *unixWriter) watch() func() {
+	w.c.q.setTransport(func() (int, bool) {
+		var n int
+		var ierr error
+		if err := w.raw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil {
+			return 0, false
+		}
+		return n, ierr == nil
+	})
+	var dup int
+	derr := w.raw.Control(func(fd uintptr) {
+		var err error
+		if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			dup = -1
+		}
+	})
+	if derr != nil || dup < 0 {
+		return func() {}
+	}
+	f := os.NewFile(uintptr(dup), "nlemu-client")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Returns once f is closed; the callback runs at each wakeup.
+		rc.Write(func(uintptr) bool {
+			if w.c.q.writeSpace() {
+				w.c.afterRead(0)
+			}
+			return false
+		})
+	}()
+	return func() {
+		f.Close()
+		<-done
 	}
 }
 
@@ -181,8 +274,12 @@ func (w *unixWriter) sockErr(errno syscall.Errno) bool {
 	defer w.mu.Unlock()
 	var e [4]byte
 	ne.PutUint32(e[:], uint32(errno))
-	_, err := w.uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:]))
-	return err == nil
+	b := rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
+	if _, err := w.uc.Write(b); err != nil {
+		return false
+	}
+	w.c.q.sentUnqueued(len(b))
+	return true
 }
 
 func indexByte(s string, c byte) int {
