@@ -733,6 +733,261 @@ static void mode_ack(void)
 	close(fd);
 }
 
+
+/* ---- issue 7 item 4: memberships in effect on return, their errnos, and
+ * the group of a notification ---- */
+
+/* rule_add adds IPv4 rule "pref prio table 100" on fd and waits for its ack. */
+static void rule_add(int fd, uint32_t seq, uint32_t prio)
+{
+	struct {
+		struct nlmsghdr h;
+		struct fib_rule_hdr r;
+		struct rtattr a;
+		uint32_t p;
+		struct rtattr ta;
+		uint32_t t;
+	} m;
+	memset(&m, 0, sizeof(m));
+	m.h.nlmsg_len = sizeof(m);
+	m.h.nlmsg_type = RTM_NEWRULE;
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+	m.h.nlmsg_seq = seq;
+	m.r.family = AF_INET;
+	m.r.action = FR_ACT_TO_TBL;
+	m.a.rta_type = FRA_PRIORITY;
+	m.a.rta_len = 8;
+	m.p = prio;
+	m.ta.rta_type = FRA_TABLE;
+	m.ta.rta_len = 8;
+	m.t = 100;
+	CHECK(send(fd, &m, sizeof(m), 0) == sizeof(m), "send rule: %s", strerror(errno));
+	char buf[8192];
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		CHECK(n > 0, "rule ack: %s", strerror(errno));
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == seq) {
+			int e = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			CHECK(e == 0, "rule add: %s", strerror(-e));
+			return;
+		}
+	}
+}
+
+/* ping_count sends NLMSG_NOOP with NLM_F_ACK on fd and counts the
+ * RTM_NEWRULE messages read before its ack: netlink_rcv_skb() acks it after
+ * whatever was already queued, so no timed wait is needed. */
+static int ping_count(int fd, uint32_t seq)
+{
+	struct nlmsghdr h = {.nlmsg_len = sizeof(h), .nlmsg_type = NLMSG_NOOP,
+			     .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = seq};
+	CHECK(send(fd, &h, sizeof(h), 0) == sizeof(h), "send noop: %s", strerror(errno));
+	char buf[8192];
+	int rules = 0;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		CHECK(n > 0, "recv: %s", strerror(errno));
+		size_t l = (size_t)n;
+		for (struct nlmsghdr *m = (struct nlmsghdr *)buf; NLMSG_OK(m, l); m = NLMSG_NEXT(m, l)) {
+			if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_seq == seq)
+				return rules;
+			rules += m->nlmsg_type == RTM_NEWRULE;
+		}
+	}
+}
+
+/* bindrace N bind|join: N fresh listeners, each followed at once by a rule
+ * add from another socket; prints how many saw their rule. */
+static void mode_bindrace(const char *n_arg, const char *way)
+{
+	int n = atoi(n_arg), got = 0;
+	int changer = nlsock(SOCK_CLOEXEC);
+	for (int i = 0; i < n; i++) {
+		int l = nlsock(SOCK_CLOEXEC);
+		struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+		if (!strcmp(way, "bind"))
+			sa.nl_groups = RTMGRP_IPV4_RULE;
+		CHECK(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s", strerror(errno));
+		if (strcmp(way, "bind")) {
+			int g = RTNLGRP_IPV4_RULE;
+			CHECK(setsockopt(l, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)) == 0,
+			      "add membership: %s", strerror(errno));
+		}
+		rule_add(changer, (uint32_t)i + 1, (strcmp(way, "bind") ? 30000 : 20000) + (uint32_t)i);
+		got += ping_count(l, 77) == 1;
+		close(l);
+	}
+	printf("bindrace_%s=%d of %d\n", way, got, n);
+	close(changer);
+}
+
+static void show_setopt(int fd, const char *label, int name, const void *v, socklen_t len)
+{
+	errno = 0;
+	int r = setsockopt(fd, SOL_NETLINK, name, v, len);
+	printf("%s=%d errno=%d\n", label, r, r < 0 ? errno : 0);
+}
+
+/* membership_errors: errnos of netlink_setsockopt() and netlink_bind(). */
+static void mode_membership_errors(void)
+{
+	int fd = nlsock(SOCK_CLOEXEC);
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s", strerror(errno));
+	static const struct {
+		const char *label;
+		int name, val;
+	} rows[] = {
+		{"add_0", NETLINK_ADD_MEMBERSHIP, 0},
+		{"drop_0", NETLINK_DROP_MEMBERSHIP, 0},
+		{"add_8", NETLINK_ADD_MEMBERSHIP, RTNLGRP_IPV4_RULE},
+		{"add_39", NETLINK_ADD_MEMBERSHIP, 39},
+		{"add_40", NETLINK_ADD_MEMBERSHIP, 40},
+		{"drop_40", NETLINK_DROP_MEMBERSHIP, 40},
+		{"add_minus1", NETLINK_ADD_MEMBERSHIP, -1},
+		{"add_30_mroute", NETLINK_ADD_MEMBERSHIP, 30},
+		{"add_31_mroute6", NETLINK_ADD_MEMBERSHIP, 31},
+		{"drop_30", NETLINK_DROP_MEMBERSHIP, 30},
+		{"drop_8", NETLINK_DROP_MEMBERSHIP, RTNLGRP_IPV4_RULE},
+		{"unknown_0", 0, 1},
+		{"rx_ring_6", 6, 1},
+		{"unknown_99", 99, 1},
+		{"listen_all_nsid_on", NETLINK_LISTEN_ALL_NSID, 1},
+		{"listen_all_nsid_off", NETLINK_LISTEN_ALL_NSID, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		show_setopt(fd, rows[i].label, rows[i].name, &rows[i].val, sizeof(int));
+	int one = 1;
+	show_setopt(fd, "add_short_optlen", NETLINK_ADD_MEMBERSHIP, &one, 2);
+	show_setopt(fd, "add_null_optval", NETLINK_ADD_MEMBERSHIP, NULL, sizeof(int));
+	show_setopt(fd, "unknown_null_optval", 99, NULL, sizeof(int));
+	uint32_t groups[2] = {0};
+	socklen_t gl = sizeof(groups);
+	CHECK(getsockopt(fd, SOL_NETLINK, NETLINK_LIST_MEMBERSHIPS, groups, &gl) == 0, "list");
+	printf("memberships=%#x,%#x len=%u\n", groups[0], groups[1], gl);
+	close(fd);
+	/* bind() checks each group with rtnetlink_bind() before binding */
+	static const struct {
+		const char *label;
+		uint32_t groups;
+	} binds[] = {
+		{"bind_rules", RTMGRP_IPV4_RULE}, {"bind_mroute", 1u << 29}, {"bind_all", 0xffffffffu},
+	};
+	for (size_t i = 0; i < sizeof(binds) / sizeof(binds[0]); i++) {
+		int b = nlsock(SOCK_CLOEXEC);
+		struct sockaddr_nl bs = {.nl_family = AF_NETLINK, .nl_groups = binds[i].groups};
+		errno = 0;
+		int r = bind(b, (struct sockaddr *)&bs, sizeof(bs));
+		printf("%s=%d errno=%d", binds[i].label, r, r < 0 ? errno : 0);
+		uint32_t g[2] = {0};
+		socklen_t l = sizeof(g);
+		getsockopt(b, SOL_NETLINK, NETLINK_LIST_MEMBERSHIPS, g, &l);
+		printf(" memberships=%#x\n", g[0]);
+		close(b);
+	}
+}
+
+/* show_recv receives one datagram with recvmsg() and prints what
+ * netlink_recvmsg() reports besides the bytes: nl_groups, the
+ * NETLINK_PKTINFO group, MSG_TRUNC/MSG_CTRUNC. */
+static void show_recv(const char *who, int fd, size_t bufsz, size_t ctlsz, int flags)
+{
+	char buf[8192], cbuf[64];
+	struct sockaddr_nl sa;
+	memset(&sa, 0xAA, sizeof(sa));
+	struct iovec iov = {.iov_base = buf, .iov_len = bufsz};
+	struct msghdr m = {.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1,
+			   .msg_control = ctlsz ? cbuf : NULL, .msg_controllen = ctlsz};
+	ssize_t n = recvmsg(fd, &m, flags);
+	CHECK(n >= 0, "%s: recvmsg: %s", who, strerror(errno));
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	printf("%s: n=%zd", who, n);
+	if ((size_t)n >= sizeof(*h) && bufsz >= sizeof(*h))
+		printf(" type=%u len=%u", h->nlmsg_type, h->nlmsg_len);
+	printf(" namelen=%u pid=%u groups=%#x trunc=%d ctrunc=%d", m.msg_namelen, sa.nl_pid,
+	       sa.nl_groups, !!(m.msg_flags & MSG_TRUNC), !!(m.msg_flags & MSG_CTRUNC));
+	if (ctlsz) {
+		printf(" controllen=%zu", m.msg_controllen);
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			struct nl_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			printf(" cmsg=%d/%d/%zu:%u", c->cmsg_level, c->cmsg_type, c->cmsg_len, pi.group);
+		}
+	}
+	printf("\n");
+}
+
+static void rule_send(int fd, uint32_t seq, int family, uint32_t prio, int echo)
+{
+	struct {
+		struct nlmsghdr h;
+		struct fib_rule_hdr r;
+		struct rtattr a;
+		uint32_t p;
+		struct rtattr ta;
+		uint32_t t;
+	} m;
+	memset(&m, 0, sizeof(m));
+	m.h.nlmsg_len = sizeof(m);
+	m.h.nlmsg_type = RTM_NEWRULE;
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | (echo ? NLM_F_ECHO : 0);
+	m.h.nlmsg_seq = seq;
+	m.r.family = (unsigned char)family;
+	m.r.action = FR_ACT_TO_TBL;
+	m.a.rta_type = FRA_PRIORITY;
+	m.a.rta_len = 8;
+	m.p = prio;
+	m.ta.rta_type = FRA_TABLE;
+	m.ta.rta_len = 8;
+	m.t = 100;
+	CHECK(send(fd, &m, sizeof(m), 0) == sizeof(m), "send rule: %s", strerror(errno));
+}
+
+/* groupinfo: the sender address and NETLINK_PKTINFO of notifications,
+ * echoes and acks, with the receive variants that size and truncate. */
+static void mode_groupinfo(void)
+{
+	struct timeval tv = {.tv_sec = 10};
+	int l4 = nlsock(SOCK_CLOEXEC), l6 = nlsock(SOCK_CLOEXEC), c = nlsock(SOCK_CLOEXEC);
+	int one = 1, g6 = RTNLGRP_IPV6_RULE;
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_RULE};
+	CHECK(bind(l4, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind l4");
+	sa.nl_groups = 0;
+	CHECK(bind(l6, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind l6");
+	CHECK(setsockopt(l6, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &g6, sizeof(g6)) == 0, "add l6");
+	CHECK(setsockopt(l6, SOL_NETLINK, NETLINK_PKTINFO, &one, sizeof(one)) == 0, "pktinfo l6");
+	CHECK(setsockopt(c, SOL_NETLINK, NETLINK_PKTINFO, &one, sizeof(one)) == 0, "pktinfo c");
+	int fds[] = {l4, l6, c};
+	for (int i = 0; i < 3; i++)
+		setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	rule_send(c, 1, AF_INET, 500, 1);
+	show_recv("changer_echo", c, sizeof(char[8192]), 64, 0);
+	show_recv("changer_ack", c, 8192, 64, 0);
+	rule_send(c, 2, AF_INET6, 600, 0);
+	show_recv("changer_ack_small_cmsg", c, 8192, 8, 0);
+
+	/* l4: plain recvmsg, then recvfrom */
+	show_recv("l4_v4", l4, 8192, 0, 0);
+	rule_send(c, 3, AF_INET, 501, 0);
+	show_recv("changer_ack3", c, 8192, 64, 0);
+	char buf[8192];
+	struct sockaddr_nl from;
+	socklen_t fl = sizeof(from);
+	memset(&from, 0xAA, sizeof(from));
+	ssize_t n = recvfrom(l4, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+	printf("l4_recvfrom: n=%zd fromlen=%u pid=%u groups=%#x\n", n, fl, from.nl_pid, from.nl_groups);
+
+	/* l6 (PKTINFO): the sizing peek, a peek, a truncating read */
+	show_recv("l6_sizing_peek", l6, 0, 64, MSG_PEEK | MSG_TRUNC);
+	show_recv("l6_peek", l6, 8192, 64, MSG_PEEK);
+	show_recv("l6_trunc", l6, 16, 64, MSG_TRUNC);
+	close(l4);
+	close(l6);
+	close(c);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -769,6 +1024,12 @@ int main(int argc, char **argv)
 		mode_open();
 	else if (!strcmp(mode, "ack"))
 		mode_ack();
+	else if (!strcmp(mode, "bindrace") && argc > 3)
+		mode_bindrace(argv[2], argv[3]);
+	else if (!strcmp(mode, "membership_errors"))
+		mode_membership_errors();
+	else if (!strcmp(mode, "groupinfo"))
+		mode_groupinfo();
 	else
 		FAIL("unknown mode %s", mode);
 	return 0;

@@ -24,10 +24,15 @@
  *    share one entry (reference counted); close() of the last fd frees it.
  *  - bind/getsockname/getpeername/connect/setsockopt/getsockopt are answered
  *    from that table; options the server needs are forwarded as SETSOCKOPT and
- *    BIND control datagrams.
+ *    BIND control datagrams. bind() with groups, NETLINK_ADD/DROP_MEMBERSHIP
+ *    and NETLINK_LISTEN_ALL_NSID wait for the server's ack (the membership is
+ *    in effect when they return, and they fail with the kernel's errno);
+ *    what arrives before the ack is kept for the next receive calls.
  *  - send paths drop msg_name (the socket is connected) and control data and
- *    add MSG_NOSIGNAL; receive paths present {AF_NETLINK, nl_pid 0} as the
- *    sender, tell the server the receive buffer size (NLEMU_RECVLEN), and turn
+ *    add MSG_NOSIGNAL; receive paths present {AF_NETLINK, nl_pid 0, nl_groups
+ *    = the notification's group bit} as the sender (and NETLINK_PKTINFO),
+ *    strip the NLEMU_GROUP frame the server puts before each notification,
+ *    tell the server the receive buffer size (NLEMU_RECVLEN), and turn
  *    a SOCKERR datagram into -1/errno (e.g. ENOBUFS) exactly once. A SOCKERR
  *    stays queued in the socket until a receive call consumes it, so the socket
  *    stays readable for poll() while an error is pending (the kernel reports
@@ -43,8 +48,8 @@
  * syscalls, fclose of an fdopen'ed socket) leave a stale entry until socket()
  * hands out that number again; a netlink fd inherited across execve without
  * SOCK_CLOEXEC is a plain AF_UNIX socket in the new image; received
- * notifications carry nl_groups 0 and no NETLINK_PKTINFO/SCM_CREDENTIALS
- * control data (the protocol does not mark them); unicast to other netlink
+ * datagrams carry no SCM_CREDENTIALS; a socket is bound (has its port id)
+ * from socket() on, so bind()'s nl_pid is not checked; unicast to other netlink
  * ports is not supported (destination addresses are ignored); the
  * recvmmsg() timeout is not emulated; a signal handler that uses an
  * emulated fd can deadlock if it interrupts this library holding its lock
@@ -94,7 +99,10 @@
 #define NLEMU_SETSOCKOPT 0xFE01
 #define NLEMU_BIND 0xFE02
 #define NLEMU_SOCKERR 0xFE03
+#define NLEMU_GROUP 0xFE04 /* frames a notification: its multicast group */
+#define NLEMU_ACK 0xFE05   /* answers a SETSOCKOPT/BIND sent with NLM_F_ACK */
 #define NLEMU_RECVLEN 0xFE00 /* SOL_NETLINK option name */
+#define NLEMU_GROUPFRAMES 0xFE01 /* SOL_NETLINK option: frame notifications */
 #define NLEMU_VERSION 1
 
 #define HELLO_OPT_EXT_ACK (1u << 0)
@@ -116,7 +124,9 @@
 #define SOCKERR_LEN (NLMSG_HDRLEN + 4)
 
 /* Groups we track: as many as rtnetlink has (the kernel's nlk->ngroups). */
-#define NL_MAXGROUPS RTNLGRP_MAX
+/* nlk->ngroups of NETLINK_ROUTE: RTNLGRP_MAX of Linux 6.18, measured (the
+ * server checks groups; this only sizes the membership bitmap) */
+#define NL_MAXGROUPS 39
 #define NL_GROUP_WORDS ((NL_MAXGROUPS + 31) / 32)
 
 /* Linux's SOCK_MIN_RCVBUF / SOCK_MIN_SNDBUF (x86-64, 6.x). */
@@ -216,6 +226,16 @@ static void resolve(void)
 #define OPT_BROADCAST_ERROR (1u << 5)
 #define OPT_LISTEN_ALL_NSID (1u << 6)
 
+/* A datagram a control call read while waiting for its ack, as the server
+ * sent it (a notification still framed with its NLEMU_GROUP). */
+struct stashed {
+	struct stashed *next;
+	size_t len;
+	unsigned char data[];
+};
+
+#define ACK_RING 8
+
 /* One emulated netlink socket. Shared by every fd that dup()s it. All fields
  * are guarded by tab_mu. */
 struct nlsock {
@@ -227,6 +247,13 @@ struct nlsock {
 	int rcvbuf, sndbuf;               /* what getsockopt(SO_*BUF) reports */
 	size_t recvlen;                   /* largest receive size told to the server */
 	int pending_err;                  /* an error recvmmsg() read but could not report yet */
+	uint32_t ctl_seq;                 /* last sequence number of a control call */
+	/* datagrams read by a control call before its ack, oldest first:
+	 * receive calls return them before reading the socket */
+	struct stashed *stash, *stash_tail;
+	/* acks a receive call read for a control call of another thread */
+	struct { uint32_t seq; int err; } acks[ACK_RING];
+	unsigned nacks;
 };
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -271,8 +298,14 @@ static struct nlsock *nl_get(int fd)
 
 static void unref_locked(struct nlsock *s)
 {
-	if (--s->refs == 0)
+	if (--s->refs == 0) {
+		while (s->stash) {
+			struct stashed *n = s->stash->next;
+			free(s->stash);
+			s->stash = n;
+		}
 		free(s);
+	}
 }
 
 static void nl_put(struct nlsock *s)
@@ -405,9 +438,10 @@ static int wait_fd(int fd, short events, int timeout_ms)
 	}
 }
 
-/* ctl_send sends one control datagram, waiting if the socket is nonblocking
- * and momentarily full. */
-static int ctl_send(int fd, uint16_t type, const void *payload, size_t plen)
+/* ctl_send_ex sends one control datagram with nlmsg_flags and nlmsg_seq,
+ * waiting if the socket is nonblocking and momentarily full. */
+static int ctl_send_ex(int fd, uint16_t type, uint16_t flags, uint32_t seq, const void *payload,
+		       size_t plen)
 {
 	unsigned char buf[NLMSG_HDRLEN + 16];
 	struct nlmsghdr *h = (struct nlmsghdr *)buf;
@@ -418,6 +452,8 @@ static int ctl_send(int fd, uint16_t type, const void *payload, size_t plen)
 	memset(buf, 0, sizeof(buf));
 	h->nlmsg_len = (uint32_t)(NLMSG_HDRLEN + plen);
 	h->nlmsg_type = type;
+	h->nlmsg_flags = flags;
+	h->nlmsg_seq = seq;
 	memcpy(buf + NLMSG_HDRLEN, payload, plen);
 	for (;;) {
 		ssize_t n = real_send(fd, buf, h->nlmsg_len, MSG_NOSIGNAL);
@@ -432,15 +468,178 @@ static int ctl_send(int fd, uint16_t type, const void *payload, size_t plen)
 	}
 }
 
+static int ctl_send(int fd, uint16_t type, const void *payload, size_t plen)
+{
+	return ctl_send_ex(fd, type, 0, 0, payload, plen);
+}
+
 static int send_setsockopt(int fd, uint32_t level, uint32_t name, uint32_t value)
 {
 	uint32_t p[3] = {level, name, value};
 	return ctl_send(fd, NLEMU_SETSOCKOPT, p, sizeof(p));
 }
 
-static int send_bind(int fd, uint32_t groups)
+/* ---- control calls: options the caller must see in effect -------------- */
+
+/* Every control message the server sends is 16 bytes of header and a u32. */
+#define CTL_LEN (NLMSG_HDRLEN + 4)
+
+/* ctl_type returns NLEMU_SOCKERR, NLEMU_GROUP or NLEMU_ACK for such a
+ * message at the head of a datagram (n bytes of it seen), else 0. */
+static unsigned ctl_type(const unsigned char *head, size_t n)
 {
-	return ctl_send(fd, NLEMU_BIND, &groups, sizeof(groups));
+	const struct nlmsghdr *h = (const struct nlmsghdr *)head;
+	if (n < CTL_LEN || h->nlmsg_len != CTL_LEN)
+		return 0;
+	switch (h->nlmsg_type) {
+	case NLEMU_SOCKERR:
+	case NLEMU_GROUP:
+	case NLEMU_ACK:
+		return h->nlmsg_type;
+	}
+	return 0;
+}
+
+static uint32_t ctl_u32(const unsigned char *head)
+{
+	uint32_t v;
+	memcpy(&v, head + NLMSG_HDRLEN, sizeof(v));
+	return v;
+}
+
+/* ack_errno is the positive errno of an NLEMU_ACK (its payload is -errno). */
+static int ack_errno(const unsigned char *head) { return -(int32_t)ctl_u32(head); }
+
+static uint32_t ack_seq(const unsigned char *head)
+{
+	return ((const struct nlmsghdr *)head)->nlmsg_seq;
+}
+
+/* record_ack_locked keeps an ack a receive call read for a control call
+ * (sequence 0 is the wake-up, which nobody waits for). */
+static void record_ack_locked(struct nlsock *s, uint32_t seq, int err)
+{
+	if (seq == 0)
+		return;
+	unsigned i = s->nacks++ % ACK_RING;
+	s->acks[i].seq = seq;
+	s->acks[i].err = err;
+}
+
+static int take_ack_locked(struct nlsock *s, uint32_t seq, int *err)
+{
+	for (unsigned i = 0; i < ACK_RING && i < s->nacks; i++) {
+		if (s->acks[i].seq == seq) {
+			*err = s->acks[i].err;
+			s->acks[i].seq = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static long elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* ctl_call sends a control message with NLM_F_ACK and returns once the
+ * server has applied it: 0, or -1 with the errno the kernel's setsockopt()
+ * or bind() would give (docs/PROTOCOL.md). Datagrams that arrive before the
+ * ack (replies, notifications, a SOCKERR) are kept in order in s->stash, and
+ * receive calls return them first. A receive call of another thread may
+ * read the ack instead: it records it, and this call finds it there. */
+static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload, size_t plen)
+{
+	pthread_mutex_lock(&tab_mu);
+	uint32_t seq = ++s->ctl_seq;
+	if (seq == 0)
+		seq = ++s->ctl_seq;
+	pthread_mutex_unlock(&tab_mu);
+	if (ctl_send_ex(fd, type, NLM_F_ACK, seq, payload, plen) < 0)
+		return -1;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int err = 0, stashed = 0;
+	for (;;) {
+		pthread_mutex_lock(&tab_mu);
+		int found = take_ack_locked(s, seq, &err);
+		pthread_mutex_unlock(&tab_mu);
+		if (found)
+			break;
+		if (wait_fd(fd, POLLIN, 50) < 0) {
+			if (errno != ETIMEDOUT)
+				return -1;
+			if (elapsed_ms(&t0) > HANDSHAKE_TIMEOUT_MS) {
+				say("no answer from the server for a socket option");
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			continue;
+		}
+		unsigned char head[CTL_LEN];
+		ssize_t n = real_recv(fd, head, sizeof(head), MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = ECONNRESET; /* the server hung up */
+			return -1;
+		}
+		struct stashed *st = malloc(sizeof(*st) + (size_t)n);
+		if (!st) {
+			errno = ENOBUFS;
+			return -1;
+		}
+		ssize_t m = real_recv(fd, st->data, (size_t)n, MSG_DONTWAIT);
+		if (m < 0) {
+			free(st);
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue; /* another thread took it */
+			return -1;
+		}
+		st->len = (size_t)m;
+		st->next = NULL;
+		if (ctl_type(st->data, st->len) == NLEMU_ACK && st->len == CTL_LEN) {
+			uint32_t aseq = ack_seq(st->data);
+			int e = ack_errno(st->data);
+			free(st);
+			if (aseq == seq) {
+				err = e;
+				break;
+			}
+			pthread_mutex_lock(&tab_mu);
+			record_ack_locked(s, aseq, e);
+			pthread_mutex_unlock(&tab_mu);
+			continue;
+		}
+		pthread_mutex_lock(&tab_mu);
+		if (s->stash_tail)
+			s->stash_tail->next = st;
+		else
+			s->stash = st;
+		s->stash_tail = st;
+		pthread_mutex_unlock(&tab_mu);
+		stashed = 1;
+	}
+	if (stashed) {
+		/* The socket may now look empty to poll() while the library holds
+		 * datagrams: a no-op option with NLM_F_ACK and sequence 0 makes
+		 * the server send an ack that receive calls drop, so the socket
+		 * is readable again (and a reader blocked in another thread
+		 * wakes up and finds the stash). */
+		uint32_t p[3] = {SOL_NETLINK, NLEMU_RECVLEN, 0};
+		ctl_send_ex(fd, NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p));
+	}
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
 /* extack_msg finds NLMSGERR_ATTR_MSG in an NLMSG_ERROR message, or NULL. */
@@ -609,6 +808,15 @@ EXPORT int socket(int domain, int type, int protocol)
 		errno = e;
 		return -1;
 	}
+	/* Notifications come framed with their group (nl_groups, PKTINFO);
+	 * no groups are bound yet, so every one of them is framed. */
+	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_GROUPFRAMES, 1) < 0) {
+		int e = errno;
+		real_close(fd);
+		free(s);
+		errno = e;
+		return -1;
+	}
 	if (type & SOCK_NONBLOCK) {
 		int fl = real_fcntl(fd, F_GETFL);
 		real_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -654,7 +862,9 @@ EXPORT int bind(int fd, CSA_ARG addr, socklen_t len)
 	int ret = -1;
 	if (!nl || len < sizeof(struct sockaddr_nl) || nl->nl_family != AF_NETLINK) {
 		errno = EINVAL;
-	} else if (send_bind(fd, nl->nl_groups) == 0) {
+	} else if (ctl_call(s, fd, NLEMU_BIND, &nl->nl_groups, sizeof(nl->nl_groups)) == 0) {
+		/* in effect now: the server answered after joining (and refused
+		 * privileged groups with EPERM, as rtnetlink_bind() does) */
 		pthread_mutex_lock(&tab_mu);
 		s->groups[0] = nl->nl_groups;
 		pthread_mutex_unlock(&tab_mu);
@@ -788,12 +998,24 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 		errno = ENOPROTOOPT;
 		return -1;
 	}
-	/* as netlink_setsockopt: a short optlen reads as 0 */
-	if (optlen >= sizeof(int) && optval)
+	/* as netlink_setsockopt: a short optlen reads as 0; a full one is
+	 * copied first (EFAULT, whatever the option) */
+	if (optlen >= sizeof(int)) {
+		if (!optval) {
+			errno = EFAULT;
+			return -1;
+		}
 		memcpy(&val, optval, sizeof(val));
+	}
 	unsigned bit = flag_opt(name);
 	if (bit) {
-		if (send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, val ? 1 : 0) < 0)
+		/* NETLINK_LISTEN_ALL_NSID needs CAP_NET_BROADCAST: the server
+		 * decides (EPERM); the other flags cannot fail. */
+		uint32_t p[3] = {SOL_NETLINK, (uint32_t)name, val ? 1 : 0};
+		int r = name == NETLINK_LISTEN_ALL_NSID
+				? ctl_call(s, fd, NLEMU_SETSOCKOPT, p, sizeof(p))
+				: send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, val ? 1 : 0);
+		if (r < 0)
 			return -1;
 		pthread_mutex_lock(&tab_mu);
 		if (val)
@@ -805,12 +1027,14 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 	}
 	if (name == NETLINK_ADD_MEMBERSHIP || name == NETLINK_DROP_MEMBERSHIP) {
 		unsigned g = (unsigned)val;
-		if (g == 0 || g - 1 >= NL_MAXGROUPS) {
-			errno = EINVAL;
+		/* The server checks the group as netlink_setsockopt() does
+		 * (EINVAL for 0 and beyond ngroups, EPERM for privileged groups)
+		 * and answers once the membership is in effect. */
+		uint32_t p[3] = {SOL_NETLINK, (uint32_t)name, g};
+		if (ctl_call(s, fd, NLEMU_SETSOCKOPT, p, sizeof(p)) < 0)
 			return -1;
-		}
-		if (send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, g) < 0)
-			return -1;
+		if (g == 0 || g - 1 >= NL_MAXGROUPS)
+			return 0;
 		pthread_mutex_lock(&tab_mu);
 		if (name == NETLINK_ADD_MEMBERSHIP)
 			s->groups[(g - 1) / 32] |= 1u << ((g - 1) % 32);
@@ -874,7 +1098,20 @@ static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *op
 		case SO_DOMAIN: return put_int(optval, optlen, AF_NETLINK);
 		case SO_PROTOCOL: return put_int(optval, optlen, NETLINK_ROUTE);
 		case SO_ERROR: {
-			int e = take_sockerr(fd);
+			int e = 0;
+			pthread_mutex_lock(&tab_mu);
+			struct stashed *st = s->stash;
+			if (st && ctl_type(st->data, st->len) == NLEMU_SOCKERR && st->len == CTL_LEN) {
+				int v = (int)ctl_u32(st->data);
+				e = v > 0 ? v : ENOBUFS;
+				s->stash = st->next;
+				if (!s->stash)
+					s->stash_tail = NULL;
+				free(st);
+			}
+			pthread_mutex_unlock(&tab_mu);
+			if (!e)
+				e = take_sockerr(fd);
 			if (e)
 				return put_int(optval, optlen, e);
 			break;
@@ -1031,15 +1268,193 @@ static void tell_recvlen(struct nlsock *s, int fd, size_t cap)
 	pthread_mutex_unlock(&tab_mu);
 }
 
-static int is_sockerr(const void *buf, ssize_t n, int *err)
+/* group_mask is netlink_group_mask(): the sender's nl_groups for a datagram
+ * of group g (the group's bit for 1..32, else 0). */
+static uint32_t group_mask(uint32_t g)
 {
-	const struct nlmsghdr *h = buf;
-	if (n != SOCKERR_LEN || h->nlmsg_type != NLEMU_SOCKERR || h->nlmsg_len != SOCKERR_LEN)
-		return 0;
-	int e;
-	memcpy(&e, (const char *)buf + NLMSG_HDRLEN, sizeof(e));
-	*err = e > 0 ? e : ENOBUFS;
-	return 1;
+	return (g == 0 || g > 32) ? 0 : 1u << (g - 1);
+}
+
+/* put_recv_meta fills in what netlink_recvmsg() reports besides the data:
+ * the sender {AF_NETLINK, nl_pid 0, nl_groups = the group's bit}, with
+ * NETLINK_PKTINFO the group as a SOL_NETLINK cmsg (netlink_cmsg_recv_pktinfo(),
+ * present for replies too, with group 0), and MSG_TRUNC. */
+static void put_recv_meta(struct msghdr *msg, unsigned opts, uint32_t group, int trunc)
+{
+	if (msg->msg_name) {
+		socklen_t len = msg->msg_namelen;
+		put_nladdr((struct sockaddr *)msg->msg_name, &len, 0, group_mask(group));
+		msg->msg_namelen = len;
+	} else {
+		msg->msg_namelen = 0;
+	}
+	int flags = trunc ? MSG_TRUNC : 0;
+	size_t used = 0;
+	if (opts & OPT_PKTINFO) {
+		struct nl_pktinfo info = {.group = group};
+		if (msg->msg_control && msg->msg_controllen >= CMSG_LEN(sizeof(info))) {
+			struct cmsghdr *c = (struct cmsghdr *)msg->msg_control;
+			c->cmsg_level = SOL_NETLINK;
+			c->cmsg_type = NETLINK_PKTINFO;
+			c->cmsg_len = CMSG_LEN(sizeof(info));
+			memcpy(CMSG_DATA(c), &info, sizeof(info));
+			used = CMSG_SPACE(sizeof(info));
+			if (used > msg->msg_controllen)
+				used = msg->msg_controllen;
+		} else {
+			flags |= MSG_CTRUNC;
+		}
+	}
+	msg->msg_controllen = used;
+	msg->msg_flags = flags;
+}
+
+/* scatter copies n bytes of src into the iovecs. */
+static void scatter(const struct iovec *iov, size_t niov, const unsigned char *src, size_t n)
+{
+	for (size_t i = 0; i < niov && n > 0; i++) {
+		size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+		memcpy(iov[i].iov_base, src, k);
+		src += k;
+		n -= k;
+	}
+}
+
+/* unshift: a datagram that is not a framed notification was received as
+ * [head: its first h bytes][the caller's iovecs: the next u bytes]; move it
+ * into the caller's iovecs alone (cap bytes), as the kernel would have put
+ * it. A memmove of what was received, no extra system call. */
+static void unshift(const struct iovec *iov, size_t niov, const unsigned char *head, size_t h,
+		    size_t u, size_t cap)
+{
+	size_t total = h + u < cap ? h + u : cap;
+	if (total == 0)
+		return;
+	if (niov == 1) {
+		unsigned char *b = iov[0].iov_base;
+		if (total > h)
+			memmove(b + h, b, total - h);
+		memcpy(b, head, h < total ? h : total);
+		return;
+	}
+	unsigned char *tmp = malloc(total);
+	if (!tmp)
+		return;
+	size_t k = h < total ? h : total;
+	memcpy(tmp, head, k);
+	for (size_t i = 0, off = k; i < niov && off < total; i++) {
+		size_t c = iov[i].iov_len < total - off ? iov[i].iov_len : total - off;
+		memcpy(tmp + off, iov[i].iov_base, c);
+		off += c;
+	}
+	scatter(iov, niov, tmp, total);
+	free(tmp);
+}
+
+/* RECV_AGAIN: recv_one consumed an nlemu ack; receive again. */
+#define RECV_AGAIN (-2)
+
+/* recv_one receives one datagram from the server into msg. The iovecs are
+ * preceded by a CTL_LEN-byte head so that an NLEMU_GROUP frame lands there
+ * and the notification lands in the caller's buffer as it is; anything else
+ * is moved into place (unshift). SOCKERR becomes -1/errno and an ack
+ * RECV_AGAIN, both consumed even by MSG_PEEK. */
+static ssize_t recv_one(struct nlsock *s, int fd, struct msghdr *msg, int flags, size_t cap,
+			unsigned opts)
+{
+	unsigned char head[CTL_LEN];
+	struct iovec small[8], *iov = small;
+	size_t niov = msg->msg_iovlen + 1;
+	if (niov > sizeof(small) / sizeof(small[0])) {
+		iov = malloc(niov * sizeof(*iov));
+		if (!iov) {
+			errno = ENOBUFS;
+			return -1;
+		}
+	}
+	iov[0].iov_base = head;
+	iov[0].iov_len = sizeof(head);
+	if (msg->msg_iovlen)
+		memcpy(iov + 1, msg->msg_iov, msg->msg_iovlen * sizeof(*iov));
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = niov};
+	ssize_t real = real_recvmsg(fd, &m, (flags & (MSG_PEEK | MSG_DONTWAIT)) | MSG_TRUNC);
+	if (iov != small)
+		free(iov);
+	if (real < 0)
+		return -1;
+	if (real == 0) {
+		put_recv_meta(msg, opts, 0, 0);
+		return 0; /* the server hung up */
+	}
+	size_t got = (size_t)real < sizeof(head) + cap ? (size_t)real : sizeof(head) + cap;
+	unsigned t = ctl_type(head, got);
+	if ((t == NLEMU_SOCKERR || t == NLEMU_ACK) && real == CTL_LEN) {
+		if (flags & MSG_PEEK)
+			real_recv(fd, head, sizeof(head), MSG_DONTWAIT);
+		if (t == NLEMU_SOCKERR) {
+			int e = (int)ctl_u32(head);
+			errno = e > 0 ? e : ENOBUFS;
+			return -1;
+		}
+		pthread_mutex_lock(&tab_mu);
+		record_ack_locked(s, ack_seq(head), ack_errno(head));
+		pthread_mutex_unlock(&tab_mu);
+		return RECV_AGAIN;
+	}
+	uint32_t group = 0;
+	size_t dlen;
+	if (t == NLEMU_GROUP && (size_t)real > CTL_LEN) {
+		group = ctl_u32(head);
+		dlen = (size_t)real - CTL_LEN;
+	} else {
+		dlen = (size_t)real;
+		unshift(msg->msg_iov, msg->msg_iovlen, head, got < sizeof(head) ? got : sizeof(head),
+			got > sizeof(head) ? got - sizeof(head) : 0, cap);
+	}
+	put_recv_meta(msg, opts, group, dlen > cap);
+	return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)(dlen < cap ? dlen : cap);
+}
+
+/* from_stash_locked returns the oldest stashed datagram as recv_one would
+ * (removing it unless MSG_PEEK). */
+static ssize_t from_stash_locked(struct nlsock *s, int fd, struct msghdr *msg, int flags,
+				 size_t cap, unsigned opts)
+{
+	struct stashed *st = s->stash;
+	unsigned t = ctl_type(st->data, st->len);
+	int sockerr = t == NLEMU_SOCKERR && st->len == CTL_LEN;
+	ssize_t ret;
+	if (sockerr) {
+		int e = (int)ctl_u32(st->data);
+		errno = e > 0 ? e : ENOBUFS;
+		ret = -1;
+	} else {
+		const unsigned char *d = st->data;
+		size_t dlen = st->len;
+		uint32_t group = 0;
+		if (t == NLEMU_GROUP && st->len > CTL_LEN) {
+			group = ctl_u32(st->data);
+			d += CTL_LEN;
+			dlen -= CTL_LEN;
+		}
+		scatter(msg->msg_iov, msg->msg_iovlen, d, dlen < cap ? dlen : cap);
+		put_recv_meta(msg, opts, group, dlen > cap);
+		ret = (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)(dlen < cap ? dlen : cap);
+	}
+	if (sockerr || !(flags & MSG_PEEK)) {
+		s->stash = st->next;
+		if (!s->stash) {
+			s->stash_tail = NULL;
+			/* drop the wake-up ack if it is already here, so that the
+			 * socket is readable exactly when there is more */
+			unsigned char head[CTL_LEN];
+			if (real_recv(fd, head, sizeof(head), MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) == CTL_LEN &&
+			    ctl_type(head, CTL_LEN) == NLEMU_ACK && ack_seq(head) == 0)
+				real_recv(fd, head, sizeof(head), MSG_DONTWAIT);
+		}
+		free(st);
+	}
+	return ret;
 }
 
 static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flags)
@@ -1060,56 +1475,19 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 	for (size_t i = 0; i < msg->msg_iovlen; i++)
 		cap += msg->msg_iov[i].iov_len;
 	tell_recvlen(s, fd, cap);
-
-	int sysflags = flags & (MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-	struct msghdr m = {.msg_iov = msg->msg_iov, .msg_iovlen = msg->msg_iovlen};
-	ssize_t n;
-	int err;
-	if (!(flags & MSG_PEEK) && msg->msg_iovlen > 0 && msg->msg_iov[0].iov_len >= SOCKERR_LEN) {
-		/* Fast path: receive directly; a SOCKERR fits in the first
-		 * iovec, is consumed by this call and becomes the error. */
-		n = real_recvmsg(fd, &m, sysflags);
-		if (n < 0)
-			return -1;
-		if (is_sockerr(msg->msg_iov[0].iov_base, n, &err)) {
-			errno = err;
-			return -1;
+	for (;;) {
+		pthread_mutex_lock(&tab_mu);
+		unsigned opts = s->opts;
+		if (s->stash) {
+			ssize_t r = from_stash_locked(s, fd, msg, flags, cap, opts);
+			pthread_mutex_unlock(&tab_mu);
+			return r;
 		}
-	} else {
-		/* Peek at the head first (waiting for it as the caller would),
-		 * so a SOCKERR is reported and consumed rather than peeked at
-		 * or split over small buffers. */
-		unsigned char hdr[SOCKERR_LEN];
-		n = real_recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_TRUNC | (flags & MSG_DONTWAIT));
-		if (n < 0)
-			return -1;
-		if (is_sockerr(hdr, n, &err)) {
-			real_recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT);
-			errno = err;
-			return -1;
-		}
-		if ((flags & MSG_PEEK) && cap == 0) {
-			/* iproute2's sizing peek: the answer is already here */
-			m.msg_flags = n > 0 ? MSG_TRUNC : 0;
-			if (!(flags & MSG_TRUNC))
-				n = 0;
-		} else {
-			n = real_recvmsg(fd, &m, sysflags);
-			if (n < 0)
-				return -1;
-		}
+		pthread_mutex_unlock(&tab_mu);
+		ssize_t r = recv_one(s, fd, msg, flags, cap, opts);
+		if (r != RECV_AGAIN)
+			return r;
 	}
-	/* Everything comes from the kernel: nl_pid 0, nl_groups 0. */
-	if (msg->msg_name) {
-		socklen_t len = msg->msg_namelen;
-		put_nladdr((struct sockaddr *)msg->msg_name, &len, 0, 0);
-		msg->msg_namelen = len;
-	} else {
-		msg->msg_namelen = 0;
-	}
-	msg->msg_controllen = 0;
-	msg->msg_flags = m.msg_flags & MSG_TRUNC;
-	return n;
 }
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
@@ -1132,7 +1510,7 @@ static ssize_t nl_recvfrom(struct nlsock *s, int fd, void *buf, size_t len, int 
 			   .msg_iovlen = 1};
 	ssize_t n = nl_recvmsg(s, fd, &m, flags);
 	if (n >= 0 && addr && alen)
-		put_nladdr(addr, alen, 0, 0);
+		put_nladdr(addr, alen, nl.nl_pid, nl.nl_groups);
 	return n;
 }
 
