@@ -158,6 +158,10 @@ type unixWriter struct {
 	// retry is the wire form of the oldest queued datagram when the
 	// socket was full (guarded by mu).
 	retry []byte
+	// write's state (guarded by mu).
+	writeFn func(uintptr) bool
+	wbuf    []byte
+	werr    error
 }
 
 // drain writes queued datagrams until none is left or the socket is full;
@@ -202,19 +206,26 @@ func (w *unixWriter) drain() bool {
 
 // write sends one datagram without waiting.
 func (w *unixWriter) write(b []byte) error {
-	var werr error
-	err := w.raw.Write(func(fd uintptr) bool {
-		for {
-			_, werr = unix.Write(int(fd), b)
-			if werr != unix.EINTR {
-				return true
-			}
-		}
-	})
+	if w.writeFn == nil {
+		w.writeFn = w.writeOnce // one closure per connection, not per write
+	}
+	w.wbuf = b
+	err := w.raw.Write(w.writeFn)
+	w.wbuf = nil
 	if err != nil {
 		return err
 	}
-	return werr
+	return w.werr
+}
+
+// writeOnce is write's raw-socket step: one send of w.wbuf (with mu held).
+func (w *unixWriter) writeOnce(fd uintptr) bool {
+	for {
+		_, w.werr = unix.Write(int(fd), w.wbuf)
+		if w.werr != unix.EINTR {
+			return true
+		}
+	}
 }
 
 // watch makes the connection's queue charge what its socket holds unread
