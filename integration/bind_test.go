@@ -106,3 +106,17 @@ func TestNotificationSenderGroup(t *testing.T) {
 		t.Errorf("(-kernel +shim):\n%s", d)
 	}
 }
+
+// TestMembershipCallKeepsEarlierDatagrams: notifications already queued
+// when a socket joins another group are still received afterwards, in
+// order, MSG_PEEK leaves them queued and poll() reports them, as on the
+// kernel. The shim reads them while it waits for the server's ack to the
+// membership and keeps them for the next receive calls.
+func TestMembershipCallKeepsEarlierDatagrams(t *testing.T) {
+	f := newShimFixture(t)
+	kns := kernelns.NewForTest(t, "bind")
+	shim, kernel := f.runBoth(t, kns, nil, "stash")
+	if d := cmp.Diff(kernel, shim); d != "" {
+		t.Errorf("(-kernel +shim):\n%s", d)
+	}
+}

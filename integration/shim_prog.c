@@ -988,6 +988,52 @@ static void mode_groupinfo(void)
 	close(c);
 }
 
+/* stash: notifications queued before a setsockopt(ADD_MEMBERSHIP) or a
+ * bind() are still received afterwards, in order, with MSG_PEEK leaving
+ * them queued, and poll() sees them (the shim reads them while it waits
+ * for the server's ack and keeps them). */
+static void mode_stash(void)
+{
+	int l = nlsock(SOCK_CLOEXEC | SOCK_NONBLOCK), c = nlsock(SOCK_CLOEXEC);
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_RULE};
+	CHECK(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind");
+	for (uint32_t i = 0; i < 3; i++)
+		rule_add(c, i + 1, 40000 + i);
+	/* let the notifications reach the socket before the option call */
+	struct pollfd p = {.fd = l, .events = POLLIN};
+	CHECK(poll(&p, 1, 10000) == 1, "no notification");
+	usleep(100000);
+	int g = RTNLGRP_IPV6_RULE;
+	CHECK(setsockopt(l, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)) == 0, "add: %s",
+	      strerror(errno));
+	CHECK(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINVAL, "rebind");
+	p.revents = 0;
+	printf("readable_after_option=%d\n", poll(&p, 1, 10000) == 1 && (p.revents & POLLIN));
+	char buf[8192];
+	for (int i = 0;; i++) {
+		ssize_t pk = recv(l, buf, sizeof(buf), MSG_PEEK);
+		uint32_t peeked = 0;
+		if (pk > 0)
+			peeked = ((struct nlmsghdr *)buf)->nlmsg_type;
+		ssize_t n = recv(l, buf, sizeof(buf), 0);
+		if (n < 0) {
+			printf("end errno=%s\n", errno == EAGAIN ? "EAGAIN" : strerror(errno));
+			break;
+		}
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		uint32_t prio = 0;
+		struct rtattr *a = (struct rtattr *)((char *)NLMSG_DATA(h) + sizeof(struct fib_rule_hdr));
+		int al = (int)h->nlmsg_len - NLMSG_LENGTH(sizeof(struct fib_rule_hdr));
+		for (; RTA_OK(a, al); a = RTA_NEXT(a, al))
+			if (a->rta_type == FRA_PRIORITY)
+				memcpy(&prio, RTA_DATA(a), 4);
+		printf("recv%d: peek_n=%zd peek_type=%u n=%zd type=%u prio=%u\n", i, pk, peeked, n,
+		       h->nlmsg_type, prio);
+	}
+	close(l);
+	close(c);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1030,6 +1076,8 @@ int main(int argc, char **argv)
 		mode_membership_errors();
 	else if (!strcmp(mode, "groupinfo"))
 		mode_groupinfo();
+	else if (!strcmp(mode, "stash"))
+		mode_stash();
 	else
 		FAIL("unknown mode %s", mode);
 	return 0;

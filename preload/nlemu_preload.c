@@ -626,6 +626,9 @@ static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload
 		pthread_mutex_unlock(&tab_mu);
 		stashed = 1;
 	}
+	pthread_mutex_lock(&tab_mu);
+	stashed = s->stash != NULL; /* by this call or an earlier one */
+	pthread_mutex_unlock(&tab_mu);
 	if (stashed) {
 		/* The socket may now look empty to poll() while the library holds
 		 * datagrams: a no-op option with NLM_F_ACK and sequence 0 makes

@@ -269,3 +269,47 @@ func TestNotificationSenderGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestMembershipCallKeepsEarlierDatagrams: notifications queued for a
+// socket before it joins another group are received afterwards, in order
+// (as on the kernel, where a membership change does not touch the receive
+// queue). Over the Unix socket the client reads them while it waits for the
+// server's ack and keeps them for Recv.
+func TestMembershipCallKeepsEarlierDatagrams(t *testing.T) {
+	_, dials := transports(t)
+	base := uint32(700)
+	for tname, dial := range dials {
+		base += 10
+		base := base
+		t.Run(tname, func(t *testing.T) {
+			l, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ch, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ch.Close()
+			if err := l.Bind(1 << (rtnl.RTNLGRP_IPV4_RULE - 1)); err != nil {
+				t.Fatal(err)
+			}
+			for i := uint32(0); i < 3; i++ {
+				if e, _, err := request(ch, rtnl.RTM_NEWRULE, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, i+1, v4(100, T.Pref(base+i))); err != nil || e != 0 {
+					t.Fatalf("rule add: %v %v", e, err)
+				}
+			}
+			if err := l.JoinGroup(rtnl.RTNLGRP_IPV6_RULE); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Bind(1 << (rtnl.RTNLGRP_IPV4_RULE - 1)); err != nil {
+				t.Fatal(err)
+			}
+			got := ping(t, l, 9)
+			if d := cmp.Diff([]uint32{base, base + 1, base + 2}, got); d != "" {
+				t.Errorf("notifications after the membership calls (-want +got):\n%s", d)
+			}
+		})
+	}
+}
