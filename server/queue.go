@@ -227,9 +227,17 @@ func (q *queue) sent(isErr bool, n int) {
 			q.items, q.head = q.items[:0], 0
 		}
 	}
+	q.stalled = false
+	if q.outq == nil {
+		// Nothing tells when the client reads: released at once.
+		q.bytes -= size
+		if q.head == len(q.items) {
+			q.congested = false
+		}
+		return
+	}
 	q.flights = append(q.flights, flight{unixCharge(n), size})
 	q.fcharge += unixCharge(n)
-	q.stalled = false
 }
 
 // sentUnqueued records a datagram of n bytes written into the transport
@@ -237,8 +245,10 @@ func (q *queue) sent(isErr bool, n int) {
 // the transport counts it among the unread bytes until the client reads it.
 func (q *queue) sentUnqueued(n int) {
 	q.mu.Lock()
-	q.flights = append(q.flights, flight{charge: unixCharge(n)})
-	q.fcharge += unixCharge(n)
+	if q.outq != nil {
+		q.flights = append(q.flights, flight{charge: unixCharge(n)})
+		q.fcharge += unixCharge(n)
+	}
 	q.mu.Unlock()
 }
 

@@ -158,6 +158,8 @@ type unixWriter struct {
 	// retry is the wire form of the oldest queued datagram when the
 	// socket was full (guarded by mu).
 	retry []byte
+	// watching: watch follows the client's reads (set before use).
+	watching bool
 	// write's state (guarded by mu).
 	writeFn func(uintptr) bool
 	wbuf    []byte
@@ -186,7 +188,11 @@ func (w *unixWriter) drain() bool {
 		} else {
 			b = w.c.wireForm(b)
 		}
-		switch err := w.write(b); err {
+		err := w.write(b)
+		if err == unix.EAGAIN && !w.watching {
+			_, err = w.uc.Write(b) // no wakeups to wait for: block
+		}
+		switch err {
 		case nil:
 		case unix.EAGAIN:
 			if errno == 0 {
@@ -234,15 +240,11 @@ func (w *unixWriter) writeOnce(fd uintptr) bool {
 // wakes writers (unix_write_space()), which a second descriptor of the
 // socket waits for, so that a stalled writer and a dump waiting for room go
 // on. It returns the function that stops watching.
+//
+// Without the second descriptor (EMFILE) the queue releases each datagram
+// as it is written, as before: the Unix socket's buffers then add to the
+// receive buffer.
 func (w *unixWriter) watch() func() {
-	w.c.q.setTransport(func() (int, bool) {
-		var n int
-		var ierr error
-		if err := w.raw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil {
-			return 0, false
-		}
-		return n, ierr == nil
-	})
 	var dup int
 	derr := w.raw.Control(func(fd uintptr) {
 		var err error
@@ -259,6 +261,15 @@ func (w *unixWriter) watch() func() {
 		f.Close()
 		return func() {}
 	}
+	w.watching = true
+	w.c.q.setTransport(func() (int, bool) {
+		var n int
+		var ierr error
+		if err := w.raw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil {
+			return 0, false
+		}
+		return n, ierr == nil
+	})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
