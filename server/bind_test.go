@@ -313,3 +313,52 @@ func TestMembershipCallKeepsEarlierDatagrams(t *testing.T) {
 		})
 	}
 }
+
+// TestOldClientsGetNoAckNorFrames: a client from before acks and GROUP
+// frames (SETSOCKOPT/BIND without NLM_F_ACK, no NLEMU_GROUPFRAMES) gets
+// neither: the first answer after its options is the reply to its next
+// request, and a notification is the bare rtnetlink message.
+func TestOldClientsGetNoAckNorFrames(t *testing.T) {
+	srv := server.New(server.Config{})
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	if _, err := srv.ListenUnix(path); err != nil {
+		t.Fatal(err)
+	}
+	uc, hello := rawHello(t, path, 1)
+	if hello.Header.Type != rtnl.NLEMU_HELLO {
+		t.Fatalf("HELLO answered with type %d", hello.Header.Type)
+	}
+	var p [12]byte
+	ne.PutUint32(p[0:], rtnl.SOL_NETLINK)
+	ne.PutUint32(p[4:], rtnl.NETLINK_ADD_MEMBERSHIP)
+	ne.PutUint32(p[8:], rtnl.RTNLGRP_IPV4_RULE)
+	var b [4]byte
+	ne.PutUint32(b[:], 1<<(rtnl.RTNLGRP_IPV4_RULE-1))
+	for _, m := range [][]byte{
+		rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, 0, 0, 0, p[:]),
+		rtnl.AppendMessage(nil, rtnl.NLEMU_BIND, 0, 0, 0, b[:]),
+		T.Msg(rtnl.RTM_NEWRULE, rtnl.NLM_F_REQUEST|rtnl.NLM_F_ACK|rtnl.NLM_F_CREATE, 5, v4(100, T.Pref(800))),
+	} {
+		if _, err := uc.Write(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	buf := make([]byte, 65536)
+	for len(got) < 2 {
+		n, err := uc.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rtnl.SplitDatagram(buf[:n]) {
+			got = append(got, fmt.Sprintf("type=%#x seq=%d", uint16(m.Header.Type), m.Header.Sequence))
+		}
+	}
+	// the socket's own change: its notification (not echoed away: no
+	// NLM_F_ECHO), then the ack
+	want := []string{"type=0x20 seq=5", "type=0x2 seq=5"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
