@@ -61,7 +61,7 @@ func (s *Server) Dial(o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.priv = selfPrivileges()
+	c.priv.src = selfPrivileges
 	c.groupNotes.track.Store(true)
 	cl := newClient(c.portid)
 	cl.c = c

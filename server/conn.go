@@ -40,9 +40,9 @@ type conn struct {
 	// Server.Close also stops a reader blocked on its client.
 	hangup func() // guarded by mu
 	// priv is what the socket's opener may do (ns_capable() checks of
-	// netlink_setsockopt() and rtnetlink_bind()). Set before the socket
-	// handles its first request, then only read.
-	priv privileges
+	// netlink_setsockopt() and rtnetlink_bind()). Its source is set before
+	// the socket handles its first request.
+	priv lazyPrivileges
 	// groupNotes (and the per-socket state behind it) records the
 	// multicast group of each queued notification, for clients that report
 	// it (nl_groups, NETLINK_PKTINFO).
@@ -322,7 +322,7 @@ func (c *conn) setsockopt(level, name int, v uint32) syscall.Errno {
 			// and clearing alike. nlemu has no peer namespaces with
 			// nsids, so for a privileged socket there is nothing more to
 			// do.
-			if !c.priv.netBroadcast {
+			if !c.priv.get().netBroadcast {
 				return syscall.EPERM
 			}
 		case rtnl.NETLINK_EXT_ACK:
@@ -362,7 +362,7 @@ const netlinkBroadcastError = 4
 // mayJoin is rtnetlink_bind(): the multicast routing report groups need
 // CAP_NET_ADMIN.
 func (c *conn) mayJoin(g uint32) syscall.Errno {
-	if (g == rtnl.RTNLGRP_IPV4_MROUTE_R || g == rtnl.RTNLGRP_IPV6_MROUTE_R) && !c.priv.netAdmin {
+	if (g == rtnl.RTNLGRP_IPV4_MROUTE_R || g == rtnl.RTNLGRP_IPV6_MROUTE_R) && !c.priv.get().netAdmin {
 		return syscall.EPERM
 	}
 	return 0

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,8 +17,25 @@ const (
 )
 
 // selfPrivileges are the privileges of this process, for in-process
-// sockets.
-func selfPrivileges() privileges { return procPrivileges("self") }
+// sockets (read once).
+var selfPrivileges = sync.OnceValue(func() privileges { return procPrivileges("self") })
+
+// lazyPrivileges defers reading a socket's privileges to the first call
+// that needs them (few sockets ever ask).
+type lazyPrivileges struct {
+	once sync.Once
+	src  func() privileges
+	p    privileges
+}
+
+func (l *lazyPrivileges) get() privileges {
+	l.once.Do(func() {
+		if l.src != nil {
+			l.p = l.src()
+		}
+	})
+	return l.p
+}
 
 // peerPrivileges are the privileges of the process at the other end of a
 // Unix connection (SO_PEERCRED), as the kernel's ns_capable() checks would
@@ -25,19 +43,22 @@ func selfPrivileges() privileges { return procPrivileges("self") }
 // capabilities count only if it shares the server's user namespace (a
 // "root" of `unshare -r` has them in its own user namespace only, and the
 // kernel refuses it too). Without SO_PEERCRED the socket is unprivileged.
-func peerPrivileges(uc *net.UnixConn) privileges {
+// The credentials are taken at once, /proc is read on first use.
+func peerPrivileges(uc *net.UnixConn) func() privileges {
+	none := func() privileges { return privileges{} }
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return privileges{}
+		return none
 	}
 	var cred *unix.Ucred
 	raw.Control(func(fd uintptr) {
 		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	})
 	if err != nil || cred == nil || cred.Pid <= 0 {
-		return privileges{}
+		return none
 	}
-	return procPrivileges(strconv.Itoa(int(cred.Pid)))
+	pid := strconv.Itoa(int(cred.Pid))
+	return func() privileges { return procPrivileges(pid) }
 }
 
 // procPrivileges reads CapEff of /proc/<pid>/status.

@@ -101,7 +101,7 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	// Server.Close hangs up on the client, ending the reader below.
 	c.onClose(func() { uc.Close() })
 	// What the peer may do (LISTEN_ALL_NSID, privileged groups).
-	c.priv = peerPrivileges(uc)
+	c.priv.src = peerPrivileges(uc)
 	var p [8]byte
 	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)
