@@ -151,7 +151,7 @@ func TestENOBUFSAfterKernelCount(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			kns := kernelns.NewForTest(t, "enobufs")
+			kns := kernelns.NewForTest(t, "nlemu-enobufs") // nlemu-*: CI checks none is left
 			kernel := enobufsScenario(t, func() enobufsSock { return kernelEnobufsSock(t, kns) }, tc.family, tc.rcvbuf, tc.src, n)
 
 			srv := server.New(server.Config{})
@@ -176,7 +176,7 @@ func TestENOBUFSAfterKernelCount(t *testing.T) {
 	}
 
 	t.Run("shim", func(t *testing.T) {
-		kns := kernelns.NewForTest(t, "enobufs")
+		kns := kernelns.NewForTest(t, "nlemu-enobufs") // nlemu-*: CI checks none is left
 		f := newShimFixture(t)
 		const rules = 1500
 		kernel := shimEnobufs(t, f, "", func() {
