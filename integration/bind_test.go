@@ -9,14 +9,18 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nlemu/nlemu/integration/kernelns"
+	"github.com/nlemu/nlemu/server"
 )
 
 // unprivileged runs a command as root without any capability: what
@@ -90,8 +94,92 @@ func TestAddMembershipErrorsMatchKernel(t *testing.T) {
 			if d := cmp.Diff(kernel, shim); d != "" {
 				t.Errorf("(-kernel +shim):\n%s", d)
 			}
+			// The Go client (server.DialUnix) in a process with the same
+			// privileges: the rows its API can express.
+			exe, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv := append(append([]string(nil), wrapper...), exe, "-test.run=^TestBindHelperGoClient$")
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), "NLEMU_BIND_HELPER="+f.sock, "NLEMU_BIND_HELPER_NS=default")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("Go client helper: %v\n%s", err, out)
+			}
+			var goLines, kernelLines []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.Contains(line, " errno=") {
+					goLines = append(goLines, line)
+				}
+			}
+			for _, line := range strings.Split(kernel, "\n") {
+				if strings.Contains(line, "null_optval") || strings.Contains(line, "short_optlen") || !strings.Contains(line, " errno=") {
+					continue // not expressible with the Go API
+				}
+				line, _, _ = strings.Cut(line, " memberships=")
+				kernelLines = append(kernelLines, line)
+			}
+			if d := cmp.Diff(kernelLines, goLines); d != "" {
+				t.Errorf("Go client (-kernel +nlemu):\n%s", d)
+			}
 		})
 	}
+}
+
+// TestBindHelperGoClient is run by TestAddMembershipErrorsMatchKernel in a
+// child process (with the privileges under test): it prints, for the Go
+// client, the lines shim_prog's membership_errors mode prints.
+func TestBindHelperGoClient(t *testing.T) {
+	path := os.Getenv("NLEMU_BIND_HELPER")
+	if path == "" {
+		return // only a helper process: nothing to test on its own
+	}
+	o := server.Options{Namespace: os.Getenv("NLEMU_BIND_HELPER_NS")}
+	c, err := server.DialUnix(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	show := func(label string, err error) {
+		r, e := 0, syscall.Errno(0)
+		if err != nil {
+			r = -1
+			if !errorsAs(err, &e) {
+				t.Fatalf("%s: %v", label, err)
+			}
+		}
+		fmt.Printf("%s=%d errno=%d\n", label, r, int(e))
+	}
+	rows := []struct {
+		label     string
+		name, val int
+	}{
+		{"add_0", 1, 0}, {"drop_0", 2, 0}, {"add_8", 1, 8}, {"add_39", 1, 39}, {"add_40", 1, 40},
+		{"drop_40", 2, 40}, {"add_minus1", 1, -1}, {"add_30_mroute", 1, 30}, {"add_31_mroute6", 1, 31},
+		{"drop_30", 2, 30}, {"drop_8", 2, 8}, {"unknown_0", 0, 1}, {"rx_ring_6", 6, 1}, {"unknown_99", 99, 1},
+		{"listen_all_nsid_on", 8, 1}, {"listen_all_nsid_off", 8, 0},
+	}
+	for _, r := range rows {
+		show(r.label, c.SetSockopt(270, r.name, uint32(r.val)))
+	}
+	for _, b := range []struct {
+		label  string
+		groups uint32
+	}{{"bind_rules", 1 << 7}, {"bind_mroute", 1 << 29}, {"bind_all", 0xffffffff}} {
+		bc, err := server.DialUnix(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		show(b.label, bc.Bind(b.groups))
+		bc.Close()
+	}
+}
+
+func errorsAs(err error, e *syscall.Errno) bool {
+	v, ok := err.(syscall.Errno)
+	*e = v
+	return ok
 }
 
 // TestNotificationSenderGroup: netlink_recvmsg() reports a notification's
