@@ -3,6 +3,8 @@ package server_test
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -56,23 +58,17 @@ func ping(t *testing.T, c *server.Client, seq uint32) []uint32 {
 	}
 }
 
-// rulePrio is the FRA_PRIORITY of a rule message.
+// rulePrio is the FRA_PRIORITY of a rule message (read from rtnltest's
+// rendering, the one attribute walker tests use).
 func rulePrio(m rtnl.Message) uint32 {
-	d := m.Data[12:] // struct fib_rule_hdr
-	for len(d) >= 4 {
-		l, typ := int(ne16(d)), ne16(d[2:])
-		if l < 4 || l > len(d) {
-			break
+	for _, f := range strings.Fields(strings.Trim(T.RenderRule(m)[strings.Index(T.RenderRule(m), "["):], "[]")) {
+		if v, ok := strings.CutPrefix(f, "PRIORITY="); ok {
+			p, _ := strconv.ParseUint(v, 10, 32)
+			return uint32(p)
 		}
-		if typ == rtnl.FRA_PRIORITY && l >= 8 {
-			return uint32(d[4]) | uint32(d[5])<<8 | uint32(d[6])<<16 | uint32(d[7])<<24
-		}
-		d = d[(l+3)&^3:]
 	}
 	return 0
 }
-
-func ne16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
 
 // TestBindMembershipInEffectOnReturn is issue 7 item 4: bind() with groups
 // and NETLINK_ADD_MEMBERSHIP must be in effect when they return, as on the
