@@ -13,7 +13,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -184,6 +186,80 @@ func TestQuickStartRunsTheBinary(t *testing.T) {
 	}
 	if !strings.Contains(readme, "go build -o nlemu ./cmd/nlemu") {
 		t.Error("README does not build the binary once (`go build -o nlemu ./cmd/nlemu`)")
+	}
+}
+
+// shBlockAfter returns the first ```sh block after marker in the README.
+func shBlockAfter(t *testing.T, marker string) string {
+	t.Helper()
+	readme := read(t, "README.md")
+	i := strings.Index(readme, marker)
+	if i < 0 {
+		t.Fatalf("README has no %q", marker)
+	}
+	rest := readme[i:]
+	j := strings.Index(rest, "```sh\n")
+	if j < 0 {
+		t.Fatalf("no sh block after %q", marker)
+	}
+	rest = rest[j+len("```sh\n"):]
+	k := strings.Index(rest, "```")
+	if k < 0 {
+		t.Fatal("unterminated sh block")
+	}
+	return rest[:k]
+}
+
+// TestQuickStartServerSession runs the quick start's server session as a
+// user would paste it, with the binary built as the README says. It used to
+// start the server with `go run ... &` and talk to it at once: the first
+// command raced the server's listen ("no server at ...") and the server
+// outlived its killed `go run`. The session must print the added rule as
+// the kernel would, and the server must be gone afterwards (its socket
+// removed).
+func TestQuickStartServerSession(t *testing.T) {
+	for _, tool := range []string{"ip", "gcc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the session runs the real ip through the LD_PRELOAD shim", tool)
+		}
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "nlemu"), "./cmd/nlemu")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -o nlemu ./cmd/nlemu: %v\n%s", err, out)
+	}
+	sock := filepath.Join(dir, "run", "nlemu.sock")
+	if err := os.Mkdir(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	session := shBlockAfter(t, "Unmodified `ip` against a server")
+	// Run it twice: a race between the server's listen and the first
+	// client shows up only sometimes.
+	for run := 0; run < 2; run++ {
+		cmd := exec.Command("bash", "-e", "-c", session+"wait\n")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "NLEMU_SOCKET="+sock)
+		// When a command of the session fails, bash exits and leaves the
+		// background server holding the output pipe: run the session in
+		// its own process group, stop waiting for the pipe shortly after
+		// bash exits (a hang guard, not a timing check), and kill what
+		// is left of the group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = 10 * time.Second
+		out, err := cmd.CombinedOutput()
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if err != nil {
+			t.Fatalf("quick start session: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "32765:\tfrom 10.0.0.0/8 lookup 5\n") {
+			t.Errorf("quick start session printed:\n%s\nwant the added rule, as `ip rule show` prints it", out)
+		}
+		if _, err := os.Lstat(sock); err == nil {
+			t.Errorf("the socket %s is still there after the session: the server did not stop", sock)
+		}
 	}
 }
 
