@@ -175,6 +175,31 @@ func TestENOBUFSAfterKernelCount(t *testing.T) {
 		})
 	}
 
+	// The requester itself never reads its ACKs: netlink_ack() unicasts
+	// each without waiting (netlink_attachskb() with timeo 0), so the
+	// receive buffer fills with ACKs of 832 bytes of truesize and the rest
+	// are dropped with one ENOBUFS. Over the Unix socket the server must
+	// keep reading requests all the while.
+	t.Run("acks", func(t *testing.T) {
+		kns := kernelns.NewForTest(t, "nlemu-enobufs")
+		kernel := enobufsAcks(t, kernelEnobufsSock(t, kns), kernelEnobufsSock(t, kns), n)
+		srv := server.New(server.Config{})
+		defer srv.Close()
+		if err := srv.Namespaces().Add("enobufs"); err != nil {
+			t.Fatal(err)
+		}
+		l, err := srv.ListenUnix(filepath.Join(t.TempDir(), "s.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		nlemu := enobufsAcks(t, nlemuEnobufsSock(t, l.Path()), nlemuEnobufsSock(t, l.Path()), n)
+		t.Logf("kernel %+v", kernel)
+		if d := cmp.Diff(kernel, nlemu); d != "" {
+			t.Errorf("ACKs (-kernel +nlemu):\n%s", d)
+		}
+	})
+
 	t.Run("shim", func(t *testing.T) {
 		kns := kernelns.NewForTest(t, "nlemu-enobufs") // nlemu-*: CI checks none is left
 		f := newShimFixture(t)
@@ -238,4 +263,70 @@ func shimEnobufs(t *testing.T, f *shimFixture, ns string, add func(), kns string
 	e, _ := strconv.Atoi(kv["enobufs"])
 	notes, _ := strconv.Atoi(kv["notifications"])
 	return enobufsCount{Notifications: notes, ENOBUFS: e}
+}
+
+// enobufsAcks sends n acknowledged rule adds on s without reading, waits
+// until all are in effect (a rule dump on other shows them: the kernel
+// handles each inside sendmsg(), nlemu's server after it has read the
+// request from the Unix socket), then counts the ACKs (as Notifications)
+// and ENOBUFS that s gets.
+func enobufsAcks(t *testing.T, s, other enobufsSock, n int) enobufsCount {
+	t.Helper()
+	defer s.close()
+	defer other.close()
+	for i := 0; i < n; i++ {
+		h := T.Hdr{Family: rtnl.AF_INET, Table: 100, Action: rtnl.FR_ACT_TO_TBL}
+		if err := s.send(T.Msg(rtnl.RTM_NEWRULE, rtnl.NLM_F_REQUEST|rtnl.NLM_F_CREATE|rtnl.NLM_F_ACK, uint32(i+1), T.Body(h, T.Pref(uint32(1000+i))))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other.setTimeout(5 * time.Second)
+	for try := 0; enobufsRuleCount(t, other) != n+3; try++ {
+		if try == 1000 {
+			t.Fatalf("the %d rules never all appeared", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var r enobufsCount
+	s.setTimeout(300 * time.Millisecond)
+	for {
+		b, err := s.recv()
+		switch {
+		case err != nil && s.isTimeout(err):
+			return r
+		case errors.Is(err, syscall.ENOBUFS):
+			r.ENOBUFS++
+		case err != nil:
+			t.Fatal(err)
+		default:
+			for _, m := range rtnl.SplitDatagram(b) {
+				if m.Header.Type == rtnl.NLMSG_ERROR {
+					r.Notifications++
+				}
+			}
+		}
+	}
+}
+
+// enobufsRuleCount dumps the IPv4 rules on s and counts them.
+func enobufsRuleCount(t *testing.T, s enobufsSock) int {
+	t.Helper()
+	if err := s.send(T.Msg(rtnl.RTM_GETRULE, rtnl.NLM_F_REQUEST|rtnl.NLM_F_DUMP, 1, T.Body(T.Hdr{Family: rtnl.AF_INET}))); err != nil {
+		t.Fatal(err)
+	}
+	rules := 0
+	for {
+		b, err := s.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rtnl.SplitDatagram(b) {
+			switch m.Header.Type {
+			case rtnl.RTM_NEWRULE:
+				rules++
+			case rtnl.NLMSG_DONE:
+				return rules
+			}
+		}
+	}
 }
