@@ -338,21 +338,20 @@ func DialUnix(path string, o Options) (*Client, error) {
 		cl := newClient(ne.Uint32(m.Data[4:]))
 		cl.uc, cl.buf = uc, buf
 		// Tell the server the buffer we read with, as a netlink reader's
-		// recvmsg() does, so dump batches are sized like the kernel's (no
-		// ack needed: it is applied before the next control message), and
+		// recvmsg() does, so dump batches are sized like the kernel's, and
 		// ask for notifications framed with their group. The groups are
 		// bound only then, so that every notification carries its group.
-		var p [12]byte
-		ne.PutUint32(p[0:], rtnl.SOL_NETLINK)
-		ne.PutUint32(p[4:], rtnl.NLEMU_RECVLEN)
-		ne.PutUint32(p[8:], inprocRecvLen)
-		if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, 0, 0, 0, p[:])); err != nil {
-			uc.Close()
-			return nil, err
-		}
-		if err := cl.SetSockopt(rtnl.SOL_NETLINK, rtnl.NLEMU_GROUPFRAMES, 1); err != nil {
-			uc.Close()
-			return nil, err
+		// Neither needs an ack: the server applies them before any later
+		// datagram, and no group is bound before them.
+		for _, o := range [][2]uint32{{rtnl.NLEMU_RECVLEN, inprocRecvLen}, {rtnl.NLEMU_GROUPFRAMES, 1}} {
+			var p [12]byte
+			ne.PutUint32(p[0:], rtnl.SOL_NETLINK)
+			ne.PutUint32(p[4:], o[0])
+			ne.PutUint32(p[8:], o[1])
+			if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, 0, 0, 0, p[:])); err != nil {
+				uc.Close()
+				return nil, err
+			}
 		}
 		if o.Groups != 0 {
 			if err := cl.Bind(o.Groups); err != nil {
