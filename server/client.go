@@ -343,11 +343,11 @@ func DialUnix(path string, o Options) (*Client, error) {
 		// bound only then, so that every notification carries its group.
 		// Neither needs an ack: the server applies them before any later
 		// datagram, and no group is bound before them.
-		for _, o := range [][2]uint32{{rtnl.NLEMU_RECVLEN, inprocRecvLen}, {rtnl.NLEMU_GROUPFRAMES, 1}} {
+		for _, opt := range [][2]uint32{{rtnl.NLEMU_RECVLEN, inprocRecvLen}, {rtnl.NLEMU_GROUPFRAMES, 1}} {
 			var p [12]byte
 			ne.PutUint32(p[0:], rtnl.SOL_NETLINK)
-			ne.PutUint32(p[4:], o[0])
-			ne.PutUint32(p[8:], o[1])
+			ne.PutUint32(p[4:], opt[0])
+			ne.PutUint32(p[8:], opt[1])
 			if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, 0, 0, 0, p[:])); err != nil {
 				uc.Close()
 				return nil, err
