@@ -59,7 +59,7 @@ func (f *shimFixture) runBoth(t *testing.T, kns *kernelns.NS, wrapper []string, 
 // 60–80 of 100 arrived.
 func TestBindMembershipInEffectOnReturn(t *testing.T) {
 	f := newShimFixture(t)
-	kns := kernelns.NewForTest(t, "bind")
+	kns := kernelns.NewForTest(t, "nlemu-bind")
 	for _, way := range []string{"bind", "join"} {
 		t.Run(way, func(t *testing.T) {
 			shim, kernel := f.runBoth(t, kns, nil, "bindrace", "100", way)
@@ -82,7 +82,7 @@ func TestBindMembershipInEffectOnReturn(t *testing.T) {
 // privileged groups, with and without capabilities.
 func TestAddMembershipErrorsMatchKernel(t *testing.T) {
 	f := newShimFixture(t)
-	kns := kernelns.NewForTest(t, "bind")
+	kns := kernelns.NewForTest(t, "nlemu-bind")
 	for name, wrapper := range map[string][]string{"privileged": nil, "unprivileged": unprivileged} {
 		t.Run(name, func(t *testing.T) {
 			if wrapper != nil {
@@ -188,7 +188,7 @@ func errorsAs(err error, e *syscall.Errno) bool {
 // copy has the group too. The shim used to report nl_groups 0 and no cmsg.
 func TestNotificationSenderGroup(t *testing.T) {
 	f := newShimFixture(t)
-	kns := kernelns.NewForTest(t, "bind")
+	kns := kernelns.NewForTest(t, "nlemu-bind")
 	shim, kernel := f.runBoth(t, kns, nil, "groupinfo")
 	if d := cmp.Diff(kernel, shim); d != "" {
 		t.Errorf("(-kernel +shim):\n%s", d)
@@ -202,7 +202,7 @@ func TestNotificationSenderGroup(t *testing.T) {
 // membership and keeps them for the next receive calls.
 func TestMembershipCallKeepsEarlierDatagrams(t *testing.T) {
 	f := newShimFixture(t)
-	kns := kernelns.NewForTest(t, "bind")
+	kns := kernelns.NewForTest(t, "nlemu-bind")
 	shim, kernel := f.runBoth(t, kns, nil, "stash")
 	if d := cmp.Diff(kernel, shim); d != "" {
 		t.Errorf("(-kernel +shim):\n%s", d)
