@@ -240,15 +240,15 @@ func (q *queue) sent(isErr bool, n int) {
 	q.fcharge += unixCharge(n)
 }
 
-// sentUnqueued records a datagram of n bytes written into the transport
-// without being queued (a socket error): it charges the queue nothing, but
-// the transport counts it among the unread bytes until the client reads it.
-func (q *queue) sentUnqueued(n int) {
+// fail makes errno the socket's pending error (sk_err), reported before
+// the queued datagrams as skb_recv_datagram() does; an error already
+// pending stays.
+func (q *queue) fail(errno syscall.Errno) {
 	q.mu.Lock()
-	if q.outq != nil {
-		q.flights = append(q.flights, flight{charge: unixCharge(n)})
-		q.fcharge += unixCharge(n)
+	if q.err == 0 {
+		q.err = errno
 	}
+	q.cond.Signal()
 	q.mu.Unlock()
 }
 

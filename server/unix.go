@@ -126,7 +126,8 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	for {
 		b, err := readDatagram(raw)
 		if err == errTooBig {
-			if !w.sockErr(syscall.EMSGSIZE) {
+			c.q.fail(syscall.EMSGSIZE)
+			if !w.drain() {
 				break
 			}
 			continue
@@ -285,23 +286,6 @@ func (w *unixWriter) watch() func() {
 		f.Close()
 		<-done
 	}
-}
-
-// sockErr sends a socket error after everything already queued.
-func (w *unixWriter) sockErr(errno syscall.Errno) bool {
-	if !w.drain() {
-		return false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var e [4]byte
-	ne.PutUint32(e[:], uint32(errno))
-	b := rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
-	if _, err := w.uc.Write(b); err != nil {
-		return false
-	}
-	w.c.q.sentUnqueued(len(b))
-	return true
 }
 
 func indexByte(s string, c byte) int {
