@@ -2,16 +2,12 @@ package integration
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nlemu/nlemu/loadgen"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/server"
 )
 
 // procHWM reads VmHWM (peak RSS, bytes) of process pid from
@@ -41,42 +37,16 @@ func procHWM(t *testing.T, pid int) uint64 {
 // be that server process's VmHWM (from STATS): between the server's VmHWM
 // before the load and after it.
 func TestLoadServerReportsServerPeakRSS(t *testing.T) {
-	bin, err := ipcNlemuBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(t.TempDir(), "nlemu.sock")
-	var serveErr strings.Builder
-	serve := exec.Command(bin, "serve", "--socket", sock)
-	serve.Stderr = &serveErr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	t.Cleanup(func() {
-		serve.Process.Kill()
-		<-exited
-	})
-	for end := time.Now().Add(hangLimit); ; time.Sleep(5 * time.Millisecond) {
-		c, err := server.DialUnix(sock, server.Options{})
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("server never listened: %v\n%s", err, serveErr.String())
-		}
-	}
-	lo := procHWM(t, serve.Process.Pid)
+	serve := startServe(t)
+	lo := procHWM(t, serve.cmd.Process.Pid)
 	rep, err := loadgen.Execute(loadgen.Config{
 		Netns: 16, Rules: 64, Families: []int{4, 6}, Modes: []rtnl.Mode{rtnl.ModeFirstIPv4},
-		Server: sock, Prefix: "rss-",
+		Server: serve.sock, Prefix: "rss-",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hi := procHWM(t, serve.Process.Pid)
+	hi := procHWM(t, serve.cmd.Process.Pid)
 	if rep.PeakRSSBytes < lo || rep.PeakRSSBytes > hi {
 		t.Errorf("peak_rss_bytes %d, want the server's VmHWM, between %d and %d (this client's is %d)",
 			rep.PeakRSSBytes, lo, hi, procHWM(t, os.Getpid()))

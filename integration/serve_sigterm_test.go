@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,10 +11,6 @@ import (
 
 	"github.com/nlemu/nlemu/server"
 )
-
-// hangLimit only detects a hang (a deadlocked server never answers); it is
-// not a performance bound.
-const hangLimit = 2 * time.Minute
 
 // TestServeStopsOnSIGTERMAfterConcurrentStatsBesideLoad: two concurrent
 // STATS loops used to deadlock the server — every later `nlemu stats` and
@@ -28,30 +23,8 @@ func TestServeStopsOnSIGTERMAfterConcurrentStatsBesideLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "nlemu.sock")
-	var serveErr strings.Builder
-	serve := exec.Command(bin, "serve", "--socket", sock)
-	serve.Stderr = &serveErr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	t.Cleanup(func() {
-		serve.Process.Kill()
-		<-exited
-	})
-	for end := time.Now().Add(hangLimit); ; time.Sleep(5 * time.Millisecond) {
-		c, err := server.DialUnix(sock, server.Options{})
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("server never listened: %v\n%s", err, serveErr.String())
-		}
-	}
-
+	serve := startServe(t)
+	sock := serve.sock
 	load := exec.Command(bin, "load", "--server", sock, "--netns", "32", "--rules", "64", "--family", "4,6")
 	var loadOut strings.Builder
 	load.Stdout, load.Stderr = &loadOut, &loadOut
@@ -100,17 +73,11 @@ func TestServeStopsOnSIGTERMAfterConcurrentStatsBesideLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		exited <- err // for the cleanup
-		if err != nil {
-			t.Fatalf("nlemu serve after SIGTERM: %v\n%s", err, serveErr.String())
-		}
-	case <-time.After(hangLimit):
-		t.Fatalf("nlemu serve did not stop on SIGTERM\n%s", serveErr.String())
+	if err := serve.wait(t, "SIGTERM"); err != nil {
+		t.Fatalf("nlemu serve after SIGTERM: %v\n%s", err, serve.stderr.String())
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket left after SIGTERM: %v", err)
