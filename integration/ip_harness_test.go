@@ -134,6 +134,7 @@ type ipcSide struct {
 	env    *ipcEnv
 	kernel bool
 	ns     string
+	guard  *hostGuard // nlemu side: the kernel namespace its commands run in
 }
 
 func (s *ipcSide) label() string {
@@ -175,17 +176,18 @@ func (e *ipcEnv) nlemuNS(t *testing.T) *ipcSide {
 		t.Fatalf("nlemu namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() { e.srv.Namespaces().Del(name) })
-	return &ipcSide{env: e, kernel: false, ns: name}
+	return &ipcSide{env: e, kernel: false, ns: name, guard: newHostGuard(t)}
 }
 
 // command is `ip -n NS ARGS...` on the kernel side and
-// `nlemu exec --socket S -n NS -- ip ARGS...` on the nlemu side.
+// `nlemu exec --socket S -n NS -- ip ARGS...` on the nlemu side, run inside
+// the side's host guard (a throwaway kernel namespace that must not change).
 func (s *ipcSide) command(ctx context.Context, args ...string) *exec.Cmd {
 	if s.kernel {
 		return exec.CommandContext(ctx, s.env.ip, append([]string{"-n", s.ns}, args...)...)
 	}
-	full := append([]string{"exec", "--socket", s.env.sock, "-n", s.ns, "--", s.env.ip}, args...)
-	return exec.CommandContext(ctx, s.env.nlemu, full...)
+	full := append([]string{s.env.nlemu, "exec", "--socket", s.env.sock, "-n", s.ns, "--", s.env.ip}, args...)
+	return s.guard.command(ctx, s.env.ip, full...)
 }
 
 // ipcResult is what one run of ip printed.

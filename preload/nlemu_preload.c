@@ -39,12 +39,17 @@
  *    POLLERR there; POLLIN is what we can offer).
  *  - if_nametoindex/if_indextoname/if_nameindex resolve through the emulated
  *    namespace with RTM_GETLINK on a private connection.
- * Everything else (other families, other netlink protocols, unknown fds)
- * goes straight to libc.
+ *  - ioctl() with a network-configuration request (0x89xx: SIOCGIF*,
+ *    SIOCSIF*, routes, ARP, bridge, VLAN, ethtool, ...) on any socket is
+ *    answered from the emulated namespace, or failed as the kernel fails it
+ *    there; it never reaches the kernel (see "interface ioctls" below).
+ * Everything else (other families, other netlink protocols, unknown fds,
+ * other ioctls) goes straight to libc.
  *
  * Known limits: only calls that go through libc's dynamic symbols are seen
  * (not Go programs, static binaries, raw syscalls, or glibc's own internal
- * netlink use such as getifaddrs()); fds closed behind libc's back (raw
+ * netlink and ioctl use such as getifaddrs()); /proc/net and /sys/class/net
+ * still show the kernel namespace the program runs in; fds closed behind libc's back (raw
  * syscalls, fclose of an fdopen'ed socket) leave a stale entry until socket()
  * hands out that number again; a netlink fd inherited across execve without
  * SOCK_CLOEXEC is a plain AF_UNIX socket in the new image; received
@@ -78,6 +83,13 @@
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <linux/capability.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if_arp.h>
+#include <net/route.h>
+#include <netinet/in.h>
+#include <sys/syscall.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -1774,11 +1786,12 @@ EXPORT int fcntl64(int fd, int cmd, ...)
 
 /* ---- interface names through the emulated namespace --------------------- */
 
-/* link_query sends one RTM_GETLINK (by name, by index, or a dump when both
- * are empty) on a private connection and calls fn for every RTM_NEWLINK in
- * the answer. It returns 0, or an errno (the NLMSG_ERROR's, e.g. ENODEV). */
-static int link_query(const char *name, unsigned index,
-		      void (*fn)(void *ctx, unsigned index, const char *name), void *ctx)
+/* link_query_msg sends one RTM_GETLINK (by name, by index, or a dump when
+ * both are empty) on a private connection and calls fn for every
+ * RTM_NEWLINK in the answer (its ifinfomsg and attributes). It returns 0, or
+ * an errno (the NLMSG_ERROR's, e.g. ENODEV). */
+static int link_query_msg(const char *name, unsigned index,
+			  void (*fn)(void *ctx, const struct ifinfomsg *ifi, int alen), void *ctx)
 {
 	uint32_t portid;
 	int fd = server_open(SOCK_CLOEXEC, &portid);
@@ -1846,14 +1859,7 @@ static int link_query(const char *name, unsigned index,
 			if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
 				continue;
 			const struct ifinfomsg *ifi = NLMSG_DATA(h);
-			const char *ifname = NULL;
-			int alen = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*ifi));
-			for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
-				if (a->rta_type == IFLA_IFNAME && RTA_PAYLOAD(a) > 0 &&
-				    ((const char *)RTA_DATA(a))[RTA_PAYLOAD(a) - 1] == 0)
-					ifname = RTA_DATA(a);
-			}
-			fn(ctx, (unsigned)ifi->ifi_index, ifname);
+			fn(ctx, ifi, (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*ifi)));
 			if (!(h->nlmsg_flags & NLM_F_MULTI))
 				done = 1;
 		}
@@ -1862,6 +1868,31 @@ static int link_query(const char *name, unsigned index,
 out:
 	real_close(fd);
 	return err;
+}
+
+/* link_query is link_query_msg for callers that want the index and name. */
+struct by_name_cb {
+	void (*fn)(void *ctx, unsigned index, const char *name);
+	void *ctx;
+};
+
+static void call_by_name(void *ctx, const struct ifinfomsg *ifi, int alen)
+{
+	struct by_name_cb *c = ctx;
+	const char *ifname = NULL;
+	for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+		if (a->rta_type == IFLA_IFNAME && RTA_PAYLOAD(a) > 0 &&
+		    ((const char *)RTA_DATA(a))[RTA_PAYLOAD(a) - 1] == 0)
+			ifname = RTA_DATA(a);
+	}
+	c->fn(c->ctx, (unsigned)ifi->ifi_index, ifname);
+}
+
+static int link_query(const char *name, unsigned index,
+		      void (*fn)(void *ctx, unsigned index, const char *name), void *ctx)
+{
+	struct by_name_cb c = {fn, ctx};
+	return link_query_msg(name, index, call_by_name, &c);
 }
 
 struct one_link {
@@ -1971,4 +2002,616 @@ EXPORT struct if_nameindex *if_nameindex(void)
 	l.v[l.n].if_index = 0;
 	l.v[l.n].if_name = NULL;
 	return l.v;
+}
+
+/* ---- interface ioctls through the emulated namespace -------------------- */
+
+/*
+ * ioctl() on a socket with a request in the 0x89xx range (linux/sockios.h)
+ * reads or changes the network configuration of the namespace the socket
+ * lives in: interfaces (SIOCGIF* / SIOCSIF*, ethtool, MII, bridge, VLAN,
+ * bonding), IPv4 addresses, routes (SIOCADDRT / SIOCDELRT) and the ARP
+ * table. Under nlemu none of them may reach the kernel: a program whose
+ * RTM_NEWLINK was answered by nlemu would otherwise fall back to an ioctl
+ * that changes the host (iproute2 does exactly that when its
+ * iplink_have_newlink() probe fails). The shim answers them from the
+ * emulated namespace, the way the kernel's sock_ioctl() → family ioctl
+ * (inet_ioctl(), inet6_ioctl(), ...) → sock_do_ioctl() → dev_ioctl() chain
+ * answers them in a fresh namespace: reads from an RTM_GETLINK on a private
+ * connection, link changes as an RTM_SETLINK (the server's errno is the
+ * answer), and what nlemu has no feature for yet (IPv4/IPv6 addresses,
+ * routes, ARP entries, bridges, VLANs) with the errno the kernel gives for a
+ * missing device or entry, or EOPNOTSUPP where the kernel would create one.
+ * The order of the checks is the kernel's: the family's handler first (its
+ * ENOTTY for requests of another family), then CAP_NET_ADMIN (EPERM) for a
+ * request that changes something, then the device (ENODEV).
+ *
+ * Passed through untouched: every request outside 0x89xx (terminals,
+ * FIONREAD / SIOCINQ / SIOCOUTQ, also on nlemu's own netlink fds, which are
+ * real AF_UNIX sockets), the socket-level 0x8901-0x8907 (FIOSETOWN,
+ * SIOCSPGRP, FIOGETOWN, SIOCGPGRP, SIOCATMARK, SIOCGSTAMP[NS]) and
+ * SIOCOUTQNSD, and any request on an fd that is not a socket. Arguments are
+ * read and written in the caller's memory directly: a bad pointer faults
+ * here instead of failing with EFAULT.
+ */
+
+static int (*real_ioctl)(int, unsigned long, ...);
+static pthread_once_t ioctl_once = PTHREAD_ONCE_INIT;
+
+static void resolve_ioctl(void) { RESOLVE(ioctl); }
+
+/* has_net_admin: the kernel checks ns_capable(net->user_ns, CAP_NET_ADMIN)
+ * before any change (EPERM); the shim checks the effective set. */
+static int has_net_admin(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return 0;
+	return (d[CAP_NET_ADMIN / 32].effective >> (CAP_NET_ADMIN % 32)) & 1;
+}
+
+/* What one RTM_NEWLINK says about a device. */
+struct linfo {
+	int found;
+	int index;
+	unsigned flags;      /* ifi_flags: dev_get_flags(), as SIOCGIFFLAGS */
+	unsigned short type; /* ifi_type: ARPHRD_* */
+	char name[IFNAMSIZ];
+	uint32_t mtu, txqlen;
+	int carrier;
+	unsigned char addr[32];
+	int addrlen;
+	struct rtnl_link_ifmap map;
+};
+
+static void keep_info(void *ctx, const struct ifinfomsg *ifi, int alen)
+{
+	struct linfo *l = ctx;
+	if (l->found)
+		return;
+	l->found = 1;
+	l->index = ifi->ifi_index;
+	l->flags = ifi->ifi_flags;
+	l->type = ifi->ifi_type;
+	for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+		size_t n = RTA_PAYLOAD(a);
+		const void *p = RTA_DATA(a);
+		switch (a->rta_type) {
+		case IFLA_IFNAME:
+			if (n > 0 && n <= IFNAMSIZ && ((const char *)p)[n - 1] == 0)
+				memcpy(l->name, p, n);
+			break;
+		case IFLA_MTU:
+			if (n >= 4)
+				memcpy(&l->mtu, p, 4);
+			break;
+		case IFLA_TXQLEN:
+			if (n >= 4)
+				memcpy(&l->txqlen, p, 4);
+			break;
+		case IFLA_CARRIER:
+			if (n >= 1)
+				l->carrier = *(const unsigned char *)p;
+			break;
+		case IFLA_ADDRESS:
+			if (n <= sizeof(l->addr)) {
+				memcpy(l->addr, p, n);
+				l->addrlen = (int)n;
+			}
+			break;
+		case IFLA_MAP:
+			if (n >= sizeof(l->map))
+				memcpy(&l->map, p, sizeof(l->map));
+			break;
+		}
+	}
+}
+
+/* dev_by_name looks a device up as dev_ioctl() does: the name is cut at
+ * IFNAMSIZ-1 and at a ':' (an IPv4 alias label names its device). It
+ * returns 0, ENODEV, or the errno of reaching the server. */
+static int dev_by_name(const char *want, struct linfo *l)
+{
+	char name[IFNAMSIZ];
+	memcpy(name, want, IFNAMSIZ);
+	name[IFNAMSIZ - 1] = 0;
+	char *colon = strchr(name, ':');
+	if (colon)
+		*colon = 0;
+	memset(l, 0, sizeof(*l));
+	if (!name[0])
+		return ENODEV;
+	int err = link_query_msg(name, 0, keep_info, l);
+	if (err)
+		return err;
+	return l->found ? 0 : ENODEV;
+}
+
+static int dev_by_index(int index, struct linfo *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (index <= 0)
+		return ENODEV;
+	int err = link_query_msg(NULL, (unsigned)index, keep_info, l);
+	if (err)
+		return err;
+	return l->found ? 0 : ENODEV;
+}
+
+/* setlink sends RTM_SETLINK {index, flags, change} with at most one
+ * attribute and returns the server's errno (0 for the ack). index 0 with a
+ * name sends IFLA_IFNAME to select the device. */
+static int setlink(int index, const char *name, unsigned flags, unsigned change, uint16_t atype,
+		   const void *adata, size_t alen)
+{
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg ifi;
+		char attrs[2 * (NLA_HDRLEN + 32)];
+	} req;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.h.nlmsg_type = RTM_SETLINK;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	req.h.nlmsg_seq = 1;
+	req.ifi.ifi_family = AF_UNSPEC;
+	req.ifi.ifi_index = index;
+	req.ifi.ifi_flags = flags;
+	req.ifi.ifi_change = change;
+	const void *data[2] = {NULL, adata};
+	uint16_t types[2] = {IFLA_IFNAME, atype};
+	size_t lens[2] = {0, alen};
+	if (name) {
+		data[0] = name;
+		lens[0] = strlen(name) + 1;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!data[i] || lens[i] > 32)
+			continue;
+		struct nlattr *a = (struct nlattr *)((char *)&req + NLMSG_ALIGN(req.h.nlmsg_len));
+		a->nla_type = types[i];
+		a->nla_len = (uint16_t)(NLA_HDRLEN + lens[i]);
+		memcpy((char *)a + NLA_HDRLEN, data[i], lens[i]);
+		req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + NLA_ALIGN(a->nla_len);
+	}
+	uint32_t portid;
+	int fd = server_open(SOCK_CLOEXEC, &portid);
+	if (fd < 0)
+		return errno;
+	int err = 0;
+	if (real_send(fd, &req, req.h.nlmsg_len, MSG_NOSIGNAL) < 0) {
+		err = errno;
+		goto out;
+	}
+	unsigned char buf[4096];
+	for (;;) {
+		if (wait_fd(fd, POLLIN, HANDSHAKE_TIMEOUT_MS) < 0) {
+			err = errno;
+			break;
+		}
+		ssize_t n = real_recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : ECONNRESET;
+			break;
+		}
+		const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+		if ((size_t)n >= NLMSG_LENGTH(sizeof(int)) && h->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+			err = e->error < 0 ? -e->error : 0;
+			break;
+		}
+		/* anything else (a notification) is not for us */
+	}
+out:
+	real_close(fd);
+	return err;
+}
+
+/* set_prologue: CAP_NET_ADMIN, then the device (dev_ioctl() order). */
+static int set_prologue(const struct ifreq *ifr, struct linfo *l)
+{
+	if (!has_net_admin())
+		return EPERM;
+	return dev_by_name(ifr->ifr_name, l);
+}
+
+/* devinet: the IPv4 address requests of devinet_ioctl(). nlemu has no
+ * addresses yet: a device has none (EADDRNOTAVAIL), and adding one is not
+ * supported. */
+static int devinet(unsigned r, struct ifreq *ifr)
+{
+	struct linfo l;
+	int set = r == SIOCSIFADDR || r == SIOCSIFBRDADDR || r == SIOCSIFNETMASK || r == SIOCSIFDSTADDR;
+	if (set) {
+		if (!has_net_admin())
+			return EPERM;
+		if (ifr->ifr_addr.sa_family != AF_INET)
+			return EINVAL;
+	}
+	int err = dev_by_name(ifr->ifr_name, &l);
+	if (err)
+		return err;
+	return r == SIOCSIFADDR ? EOPNOTSUPP : EADDRNOTAVAIL;
+}
+
+/* rt_ioctl: ip_rt_ioctl() / rtentry_to_fib_config(). nlemu has no routes
+ * yet: adding one is not supported, and none can be deleted (ESRCH). */
+static int rt_ioctl(unsigned r, const struct rtentry *rt)
+{
+	if (!has_net_admin())
+		return EPERM;
+	if (!rt)
+		return EFAULT;
+	if (rt->rt_dst.sa_family != AF_INET)
+		return EAFNOSUPPORT;
+	if (rt->rt_dev) {
+		char name[IFNAMSIZ + 1];
+		strncpy(name, rt->rt_dev, IFNAMSIZ);
+		name[IFNAMSIZ] = 0;
+		struct ifreq q;
+		memset(&q, 0, sizeof(q));
+		memcpy(q.ifr_name, name, IFNAMSIZ - 1);
+		struct linfo l;
+		int err = dev_by_name(q.ifr_name, &l);
+		if (err)
+			return err;
+	}
+	return r == SIOCADDRT ? EOPNOTSUPP : ESRCH;
+}
+
+/* struct in6_rtmsg and struct in6_ifreq (linux/ipv6_route.h, linux/ipv6.h:
+ * not includable beside glibc's headers). */
+struct nlemu_in6_rtmsg {
+	struct in6_addr dst, src, gateway;
+	uint32_t type;
+	uint16_t dst_len, src_len;
+	uint32_t metric;
+	unsigned long info;
+	uint32_t flags;
+	int ifindex;
+};
+
+struct nlemu_in6_ifreq {
+	struct in6_addr addr;
+	uint32_t prefixlen;
+	int ifindex;
+};
+
+/* inet6: the requests inet6_ioctl() handles (ipv6_route_ioctl(),
+ * addrconf_add_ifaddr(), addrconf_del_ifaddr(), addrconf_set_dstaddr()). */
+static int inet6(unsigned r, void *arg)
+{
+	struct linfo l;
+	/* addrconf_set_dstaddr() looks the device up before any check, and
+	 * only a sit tunnel (nlemu has none) has a destination to set */
+	if (r == SIOCSIFDSTADDR)
+		return ENODEV;
+	if (!has_net_admin())
+		return EPERM;
+	if (!arg)
+		return EFAULT;
+	switch (r) {
+	case SIOCADDRT: {
+		/* ip6_route_info_create(): a route needs its device (ENODEV
+		 * for index 0, measured for a route without gateway) */
+		const struct nlemu_in6_rtmsg *m = arg;
+		int err = dev_by_index(m->ifindex, &l);
+		if (err)
+			return err;
+		return EOPNOTSUPP;
+	}
+	case SIOCDELRT:
+		return ESRCH;
+	case SIOCSIFADDR:
+	case SIOCDIFADDR: {
+		const struct nlemu_in6_ifreq *q = arg;
+		int err = dev_by_index(q->ifindex, &l);
+		if (err)
+			return err;
+		return r == SIOCSIFADDR ? EOPNOTSUPP : EADDRNOTAVAIL;
+	}
+	default:
+		return ENOTTY;
+	}
+}
+
+/* arp: arp_ioctl(). nlemu has no neighbour entries yet. */
+static int arp(unsigned r, const struct arpreq *ar)
+{
+	if (r != SIOCGARP && !has_net_admin())
+		return EPERM;
+	if (!ar)
+		return EFAULT;
+	if (ar->arp_pa.sa_family != AF_INET)
+		return EPFNOSUPPORT;
+	if (!(ar->arp_flags & ATF_PUBL) && (ar->arp_flags & (ATF_NETMASK | ATF_DONTPUB)))
+		return EINVAL;
+	if (ar->arp_dev[0]) {
+		struct ifreq q;
+		memset(&q, 0, sizeof(q));
+		memcpy(q.ifr_name, ar->arp_dev, IFNAMSIZ - 1);
+		struct linfo l;
+		int err = dev_by_name(q.ifr_name, &l);
+		if (err)
+			return err;
+		/* a complete entry's hardware address must be of the device's
+		 * type (an unset family means the device's) */
+		unsigned short hf = ar->arp_ha.sa_family ? ar->arp_ha.sa_family : l.type;
+		if ((ar->arp_flags & ATF_COM) && hf != l.type)
+			return EINVAL;
+	}
+	return r == SIOCSARP ? EOPNOTSUPP : ENXIO;
+}
+
+#define IOCTL_PASS (-1)
+
+/* if_ioctl answers request r (0x89xx) on a socket of family fam: 0, a
+ * positive errno, or IOCTL_PASS to hand the call to libc. */
+static int if_ioctl(int fam, unsigned r, void *arg)
+{
+	int inet = fam == AF_INET || fam == AF_PACKET; /* packet_ioctl() forwards to inet */
+	struct ifreq *ifr = arg;
+	struct linfo l;
+	int err;
+
+	if ((r >= 0x8901 && r <= 0x8907) || r == SIOCOUTQNSD)
+		return IOCTL_PASS; /* socket-level, no network configuration */
+
+	/* The family's handler first. */
+	switch (r) {
+	case SIOCADDRT:
+	case SIOCDELRT:
+		if (inet)
+			return rt_ioctl(r, arg);
+		if (fam == AF_INET6)
+			return inet6(r, arg);
+		return ENOTTY;
+	case SIOCDARP:
+	case SIOCGARP:
+	case SIOCSARP:
+		return inet ? arp(r, arg) : ENOTTY;
+	case SIOCGIFADDR:
+	case SIOCGIFBRDADDR:
+	case SIOCGIFNETMASK:
+	case SIOCGIFDSTADDR:
+	case SIOCSIFBRDADDR:
+	case SIOCSIFNETMASK:
+		if (!arg)
+			return EFAULT;
+		return inet ? devinet(r, ifr) : ENOTTY;
+	case SIOCSIFADDR:
+	case SIOCSIFDSTADDR:
+		if (!arg)
+			return EFAULT;
+		if (inet)
+			return devinet(r, ifr);
+		return fam == AF_INET6 ? inet6(r, arg) : ENOTTY;
+	case SIOCDIFADDR:
+		return fam == AF_INET6 ? inet6(r, arg) : ENOTTY;
+	case SIOCSIFPFLAGS:
+	case SIOCGIFPFLAGS:
+		return fam == AF_INET ? EINVAL : ENOTTY; /* measured on 6.18 */
+	case SIOCGSKNS:
+		/* the socket's namespace as an nsfs fd: nlemu's have none */
+		return has_net_admin() ? EOPNOTSUPP : EPERM;
+	case SIOCGIFVLAN:
+	case SIOCSIFVLAN:
+		return ENOPKG; /* vlan_ioctl_hook unset: no 8021q, as the kernel here */
+	case SIOCBRADDBR:
+	case SIOCBRDELBR: {
+		/* br_ioctl_stub(): arg is the bridge's name */
+		if (!has_net_admin())
+			return EPERM;
+		if (!arg)
+			return EFAULT;
+		struct ifreq q;
+		memset(&q, 0, sizeof(q));
+		memcpy(q.ifr_name, arg, IFNAMSIZ - 1);
+		err = dev_by_name(q.ifr_name, &l);
+		if (r == SIOCBRADDBR)
+			return err == 0 ? EEXIST : err == ENODEV ? EOPNOTSUPP : err;
+		/* br_del_bridge(): ENXIO when missing, EPERM when not a bridge */
+		return err == 0 ? EPERM : err == ENODEV ? ENXIO : err;
+	}
+	case SIOCGIFBR:
+	case SIOCSIFBR:
+		return EOPNOTSUPP;
+	}
+
+	if (!arg)
+		return EFAULT;
+	/* dev_ioctl() */
+	switch (r) {
+	case SIOCGIFNAME:
+		if ((err = dev_by_index(ifr->ifr_ifindex, &l)))
+			return err;
+		memcpy(ifr->ifr_name, l.name, IFNAMSIZ);
+		return 0;
+	case SIOCGIFCONF: {
+		/* dev_ifconf() lists IPv4 addresses: nlemu has none yet */
+		struct ifconf *ic = arg;
+		ic->ifc_len = 0;
+		return 0;
+	}
+	case SIOCGIFFLAGS:
+	case SIOCGIFMETRIC:
+	case SIOCGIFMTU:
+	case SIOCGIFSLAVE:
+	case SIOCGIFMAP:
+	case SIOCGIFINDEX:
+	case SIOCGIFTXQLEN:
+	case SIOCGIFHWADDR:
+	case SIOCETHTOOL:
+	case SIOCGMIIPHY:
+	case SIOCGMIIREG:
+	case SIOCGHWTSTAMP:
+		if ((err = dev_by_name(ifr->ifr_name, &l)))
+			return err;
+		switch (r) {
+		case SIOCGIFFLAGS:
+			ifr->ifr_flags = (short)l.flags;
+			return 0;
+		case SIOCGIFMETRIC:
+			ifr->ifr_metric = 0;
+			return 0;
+		case SIOCGIFMTU:
+			ifr->ifr_mtu = (int)l.mtu;
+			return 0;
+		case SIOCGIFSLAVE:
+			return EINVAL;
+		case SIOCGIFMAP:
+			memset(&ifr->ifr_map, 0, sizeof(ifr->ifr_map));
+			ifr->ifr_map.mem_start = (unsigned long)l.map.mem_start;
+			ifr->ifr_map.mem_end = (unsigned long)l.map.mem_end;
+			ifr->ifr_map.base_addr = (unsigned short)l.map.base_addr;
+			ifr->ifr_map.irq = (unsigned char)l.map.irq;
+			ifr->ifr_map.dma = l.map.dma;
+			ifr->ifr_map.port = l.map.port;
+			return 0;
+		case SIOCGIFINDEX:
+			ifr->ifr_ifindex = l.index;
+			return 0;
+		case SIOCGIFTXQLEN:
+			ifr->ifr_qlen = (int)l.txqlen;
+			return 0;
+		case SIOCGIFHWADDR:
+			/* dev_get_mac_address() */
+			memset(ifr->ifr_hwaddr.sa_data, 0, sizeof(ifr->ifr_hwaddr.sa_data));
+			memcpy(ifr->ifr_hwaddr.sa_data, l.addr,
+			       (size_t)l.addrlen < sizeof(ifr->ifr_hwaddr.sa_data) ? (size_t)l.addrlen
+										: sizeof(ifr->ifr_hwaddr.sa_data));
+			ifr->ifr_hwaddr.sa_family = l.type;
+			return 0;
+		case SIOCETHTOOL: {
+			/* dev_ethtool(): of the commands only ETHTOOL_GLINK is
+			 * answered (netif_running() && carrier) */
+			uint32_t *cmd = (uint32_t *)ifr->ifr_data;
+			if (!cmd)
+				return EFAULT;
+			if (*cmd == ETHTOOL_GLINK) {
+				struct ethtool_value *ev = (struct ethtool_value *)cmd;
+				ev->data = (l.flags & IFF_UP) && l.carrier;
+				return 0;
+			}
+			return EOPNOTSUPP;
+		}
+		default: /* no driver to ask */
+			return EOPNOTSUPP;
+		}
+	case SIOCSIFFLAGS:
+		if (!has_net_admin())
+			return EPERM;
+		/* dev_change_flags(dev, ifr_flags): the low 16 bits, as
+		 * RTM_SETLINK's ifi_flags under an ifi_change of 0xffff */
+		return setlink(0, ifr->ifr_name[0] ? ifr->ifr_name : "", (unsigned short)ifr->ifr_flags,
+			       0xffff, 0, NULL, 0);
+	case SIOCSIFMTU:
+	case SIOCSIFTXQLEN:
+	case SIOCSIFNAME:
+	case SIOCSIFHWADDR:
+	case SIOCSIFHWBROADCAST:
+		if ((err = set_prologue(ifr, &l)))
+			return err;
+		switch (r) {
+		case SIOCSIFMTU: {
+			if (ifr->ifr_mtu < 0)
+				return EINVAL;
+			uint32_t v = (uint32_t)ifr->ifr_mtu;
+			return setlink(l.index, NULL, 0, 0, IFLA_MTU, &v, 4);
+		}
+		case SIOCSIFTXQLEN: {
+			if (ifr->ifr_qlen < 0)
+				return EINVAL;
+			uint32_t v = (uint32_t)ifr->ifr_qlen;
+			return setlink(l.index, NULL, 0, 0, IFLA_TXQLEN, &v, 4);
+		}
+		case SIOCSIFNAME: {
+			char nn[IFNAMSIZ];
+			memcpy(nn, ifr->ifr_newname, IFNAMSIZ);
+			nn[IFNAMSIZ - 1] = 0;
+			return setlink(l.index, NULL, 0, 0, IFLA_IFNAME, nn, strlen(nn) + 1);
+		}
+		default: /* SIOCSIFHWADDR, SIOCSIFHWBROADCAST */
+			if (ifr->ifr_hwaddr.sa_family != l.type)
+				return EINVAL;
+			return setlink(l.index, NULL, 0, 0, r == SIOCSIFHWADDR ? IFLA_ADDRESS : IFLA_BROADCAST,
+				       ifr->ifr_hwaddr.sa_data,
+				       (size_t)l.addrlen < sizeof(ifr->ifr_hwaddr.sa_data)
+					       ? (size_t)l.addrlen
+					       : sizeof(ifr->ifr_hwaddr.sa_data));
+		}
+	case SIOCADDMULTI:
+	case SIOCDELMULTI:
+		if ((err = set_prologue(ifr, &l)))
+			return err;
+		return EINVAL; /* no ndo_set_rx_mode on nlemu's devices */
+	case SIOCSHWTSTAMP:
+		if ((err = set_prologue(ifr, &l)))
+			return err;
+		/* dev_set_hwtstamp() copies the config before asking the driver */
+		return ifr->ifr_data ? EOPNOTSUPP : EFAULT;
+	case SIOCSIFMETRIC:
+	case SIOCSIFMAP:
+	case SIOCSIFSLAVE:
+	case SIOCSMIIREG:
+	case SIOCBONDENSLAVE:
+	case SIOCBONDRELEASE:
+	case SIOCBONDSETHWADDR:
+	case SIOCBONDSLAVEINFOQUERY:
+	case SIOCBONDINFOQUERY:
+	case SIOCBONDCHANGEACTIVE:
+	case SIOCBRADDIF:
+	case SIOCBRDELIF:
+	case SIOCWANDEV:
+		if ((err = set_prologue(ifr, &l)))
+			return err;
+		return EOPNOTSUPP;
+	}
+	if (r >= SIOCDEVPRIVATE && r <= SIOCDEVPRIVATE + 15) {
+		if ((err = dev_by_name(ifr->ifr_name, &l)))
+			return err;
+		return EOPNOTSUPP; /* dev_siocdevprivate(): no driver */
+	}
+	/* SIOCGIFENCAP, SIOCSIFLINK, SIOCGIFCOUNT, SIOCGIFMEM, SIOCADDDLCI,
+	 * RARP, SIOCPROTOPRIVATE, ...: nothing in the kernel answers them */
+	return ENOTTY;
+}
+
+/* ioctl's third argument is a pointer or an integer, passed in one
+ * register on the ABIs glibc supports: it is forwarded as a pointer. */
+EXPORT int ioctl(int fd, unsigned long request, ...)
+{
+	INIT();
+	pthread_once(&ioctl_once, resolve_ioctl);
+	va_list ap;
+	va_start(ap, request);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	unsigned r = (unsigned)request; /* the kernel's cmd is an unsigned int */
+	if ((r & 0xffffff00u) != 0x8900u || !server_path())
+		return real_ioctl(fd, request, arg);
+	int fam;
+	struct nlsock *s = nl_get(fd);
+	if (s) {
+		nl_put(s);
+		fam = AF_NETLINK;
+	} else {
+		socklen_t len = sizeof(fam);
+		if (real_getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &fam, &len) < 0)
+			return real_ioctl(fd, request, arg); /* not a socket (ENOTSOCK, EBADF) */
+	}
+	int saved = errno;
+	int err = if_ioctl(fam, r, arg);
+	if (err == IOCTL_PASS)
+		return real_ioctl(fd, request, arg);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	errno = saved;
+	return 0;
 }
