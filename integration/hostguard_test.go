@@ -9,6 +9,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -43,7 +44,32 @@ var hostGuardViews = [][]string{
 // configuration changed.
 func newHostGuard(t *testing.T, setup ...[]string) *hostGuard {
 	t.Helper()
-	g := &hostGuard{ns: kernelns.NewForTest(t, "nlemu-guard")}
+	return startHostGuard(t, kernelns.NewForTest(t, "nlemu-guard"), setup...)
+}
+
+// maybeHostGuard is newHostGuard where kernel namespaces can be created,
+// and nil elsewhere (unprivileged runs of tests that need no kernel side),
+// unless kernelns.Required says the kernel side must run.
+func maybeHostGuard(t *testing.T, setup ...[]string) *hostGuard {
+	t.Helper()
+	ns, err := kernelns.New("nlemu-guard")
+	if errors.Is(err, kernelns.ErrNotPermitted) && !kernelns.Required() {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Errorf("kernelns: %v", err)
+		}
+	})
+	return startHostGuard(t, ns, setup...)
+}
+
+func startHostGuard(t *testing.T, ns *kernelns.NS, setup ...[]string) *hostGuard {
+	t.Helper()
+	g := &hostGuard{ns: ns}
 	for _, args := range setup {
 		if _, errs, code := g.ns.IP(args...); code != 0 {
 			t.Fatalf("ip -n %s %s: exit %d: %s", g.ns.Name(), strings.Join(args, " "), code, errs)

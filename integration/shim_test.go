@@ -9,6 +9,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/binary"
 	"errors"
@@ -39,6 +40,9 @@ type shimFixture struct {
 	lib  string
 	prog string
 	dir  string
+	// guard is the kernel namespace run() runs the programs in (nil
+	// without kernel namespaces): it must not change.
+	guard *hostGuard
 }
 
 func newShimFixture(t *testing.T) *shimFixture {
@@ -60,7 +64,8 @@ func newShimFixture(t *testing.T) *shimFixture {
 		t.Fatalf("compiling shim_prog.c: %v\n%s", err, out)
 	}
 	srv, sock := startTestServer(t, dir)
-	return &shimFixture{srv: srv, sock: sock, lib: lib, prog: prog, dir: dir}
+	guard := maybeHostGuard(t, []string{"link", "set", "lo", "up"}) // programs use loopback, as on a host
+	return &shimFixture{srv: srv, sock: sock, lib: lib, prog: prog, dir: dir, guard: guard}
 }
 
 // ns creates a fresh namespace for one subtest.
@@ -90,6 +95,9 @@ func (f *shimFixture) run(t *testing.T, ns string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(f.prog, args...)
 	if ns != "" {
+		if f.guard != nil {
+			cmd = f.guard.command(context.Background(), ipcFindIP(), append([]string{f.prog}, args...)...)
+		}
 		cmd.Env = f.env(ns)
 	}
 	var stderr bytes.Buffer
