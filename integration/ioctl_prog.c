@@ -18,12 +18,15 @@
  *   unsup    requests nlemu has no feature for yet (addresses, routes, ARP,
  *            MTU...): their answers differ from the kernel's, but must not
  *            change the kernel namespace the program runs in
+ *   tun      TUNSETIFF and TUNSETPERSIST on /dev/net/tun: under the shim
+ *            they may not create a device in the kernel namespace
  *   nlfd     FIONREAD on a NETLINK_ROUTE socket with one reply queued
  * Run in a fresh kernel namespace, modes read, flags and unpriv print the
  * same lines on the kernel and under the shim.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <net/route.h>
@@ -39,6 +42,7 @@
 #include <netinet/in.h>
 #include <linux/capability.h>
 #include <linux/ethtool.h>
+#include <linux/if_tun.h>
 #include <linux/if_vlan.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -401,6 +405,25 @@ static void mode_escape(void)
 	close(fd);
 }
 
+/* TUNSETIFF on /dev/net/tun creates a tun device in the kernel namespace
+ * the program runs in (and TUNSETPERSIST would keep it). */
+static void mode_tun(void)
+{
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "FAIL: open /dev/net/tun: %s\n", strerror(errno));
+		exit(1);
+	}
+	struct ifreq r;
+	set_name(&r, "nlemutun0");
+	r.ifr_flags = IFF_TUN | IFF_NO_PI;
+	call("tun", "TUNSETIFF", fd, TUNSETIFF, &r);
+	printf("\n");
+	call("tun", "TUNSETPERSIST", fd, TUNSETPERSIST, (void *)1);
+	printf("\n");
+	close(fd);
+}
+
 /* FIONREAD on an emulated netlink socket still answers (the shim passes it
  * to the real socket): after a request, a reply is queued. */
 static void mode_nlfd(void)
@@ -448,6 +471,8 @@ int main(int argc, char **argv)
 		mode_unsup();
 	else if (!strcmp(m, "escape"))
 		mode_escape();
+	else if (!strcmp(m, "tun"))
+		mode_tun();
 	else if (!strcmp(m, "nlfd"))
 		mode_nlfd();
 	else {

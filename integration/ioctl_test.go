@@ -198,13 +198,14 @@ func TestShimAnswersInterfaceIoctlsFromNlemu(t *testing.T) {
 // TestNothingEscapesToHost: a program under the shim, run inside a kernel
 // namespace whose lo is down, changes nlemu's lo and never the kernel's —
 // through iproute2, through ioctl(SIOCSIFFLAGS) on an AF_INET socket, or
-// through net-tools when installed. Before issue 8 the shim let every ioctl
-// through: the guard's lo came up and SIOCADDRT added a route to it.
+// through net-tools when installed — and creates no tun device there. Before
+// issue 8 the shim let every ioctl through: the guard's lo came up,
+// SIOCADDRT added a route to it and TUNSETIFF a device.
 func TestNothingEscapesToHost(t *testing.T) {
 	f := newIoctlFixture(t)
 	cases := []struct {
 		name    string
-		tool    string // skip unless installed
+		tool    string // skip unless installed (a command, or a /dev path)
 		argv    func() []string
 		code    int    // expected exit code
 		stdout  string // expected stdout ("" = not checked)
@@ -219,6 +220,12 @@ func TestNothingEscapesToHost(t *testing.T) {
 				"inet/SIOCADDRT(lo) rc=-1 errno=EOPNOTSUPP\n",
 			loAfter: true,
 		},
+		{
+			name: "TUNSETIFF on /dev/net/tun", tool: "/dev/net/tun",
+			argv: func() []string { return []string{f.ioprog, "tun"} },
+			stdout: "tun/TUNSETIFF rc=-1 errno=EOPNOTSUPP\n" +
+				"tun/TUNSETPERSIST rc=-1 errno=EOPNOTSUPP\n",
+		},
 		{name: "ifconfig lo up", tool: "ifconfig", argv: func() []string { return []string{"ifconfig", "lo", "up"} }, loAfter: true},
 		{
 			name: "route add", tool: "route",
@@ -230,7 +237,12 @@ func TestNothingEscapesToHost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			argv := tc.argv()
-			if tc.tool != "" {
+			switch {
+			case strings.HasPrefix(tc.tool, "/dev/"):
+				if _, err := os.Stat(tc.tool); err != nil {
+					t.Skipf("%s: %v", tc.tool, err)
+				}
+			case tc.tool != "":
 				p, err := exec.LookPath(tc.tool)
 				if err != nil {
 					t.Skipf("%s is not installed", tc.tool)

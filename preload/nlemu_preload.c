@@ -2026,7 +2026,11 @@ EXPORT struct if_nameindex *if_nameindex(void)
  * ENOTTY for requests of another family), then CAP_NET_ADMIN (EPERM) for a
  * request that changes something, then the device (ENODEV).
  *
- * Passed through untouched: every request outside 0x89xx (terminals,
+ * The tun/tap requests of linux/if_tun.h (TUNSETIFF, ... : type 'T', numbers
+ * 200-227, on a /dev/net/tun fd) fail with EOPNOTSUPP: they would create a
+ * device in the kernel namespace, and nlemu has no tun/tap devices yet.
+ *
+ * Passed through untouched: every other request outside 0x89xx (terminals,
  * FIONREAD / SIOCINQ / SIOCOUTQ, also on nlemu's own netlink fds, which are
  * real AF_UNIX sockets), the socket-level 0x8901-0x8907 (FIOSETOWN,
  * SIOCSPGRP, FIOGETOWN, SIOCGPGRP, SIOCATMARK, SIOCGSTAMP[NS]) and
@@ -2592,7 +2596,16 @@ EXPORT int ioctl(int fd, unsigned long request, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	unsigned r = (unsigned)request; /* the kernel's cmd is an unsigned int */
-	if ((r & 0xffffff00u) != 0x8900u || !server_path())
+	if (!server_path())
+		return real_ioctl(fd, request, arg);
+	if (((r >> 8) & 0xff) == 'T' && (r & 0xff) >= 200 && (r & 0xff) <= 227) {
+		/* TUNSETIFF and the rest of linux/if_tun.h ('T' 200-227, on a
+		 * /dev/net/tun or tap fd): they create and configure devices of
+		 * the kernel namespace. nlemu has no tun/tap devices yet. */
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	if ((r & 0xffffff00u) != 0x8900u)
 		return real_ioctl(fd, request, arg);
 	int fam;
 	struct nlsock *s = nl_get(fd);
