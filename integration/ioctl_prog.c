@@ -84,7 +84,10 @@ static const struct fam fams[] = {
 	{"inet6", AF_INET6, SOCK_DGRAM, 0},
 	{"unix", AF_UNIX, SOCK_DGRAM, 0},
 	{"netlink", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE},
+	{"tcp", AF_INET, SOCK_STREAM, 0},
+	{"packet", AF_PACKET, SOCK_DGRAM, 0}, /* iproute2's get_ctl_fd() second choice */
 };
+#define NFAMS (sizeof(fams) / sizeof(fams[0]))
 
 static int open_fam(const struct fam *f)
 {
@@ -217,7 +220,7 @@ static void read_one(const struct fam *f, int fd)
 
 static void mode_read(void)
 {
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+	for (size_t i = 0; i < NFAMS; i++) {
 		int fd = open_fam(&fams[i]);
 		read_one(&fams[i], fd);
 		close(fd);
@@ -248,7 +251,7 @@ static void set_flags(const char *fn, int fd, const char *dev, short flags, cons
 
 static void mode_flags(void)
 {
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+	for (size_t i = 0; i < NFAMS; i++) {
 		int fd = open_fam(&fams[i]);
 		const char *fn = fams[i].name;
 		show_flags(fn, fd, "before");
@@ -365,20 +368,23 @@ static void mode_unpriv(void)
 	}
 	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
 		d[i].effective = 0;
+	/* sockets first: AF_PACKET needs CAP_NET_RAW */
+	int fds[NFAMS];
+	for (size_t i = 0; i < NFAMS; i++)
+		fds[i] = open_fam(&fams[i]);
 	if (syscall(SYS_capset, &h, d) < 0) {
 		fprintf(stderr, "FAIL: capset: %s\n", strerror(errno));
 		exit(1);
 	}
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
-		int fd = open_fam(&fams[i]);
-		set_all(&fams[i], fd);
-		close(fd);
+	for (size_t i = 0; i < NFAMS; i++) {
+		set_all(&fams[i], fds[i]);
+		close(fds[i]);
 	}
 }
 
 static void mode_unsup(void)
 {
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+	for (size_t i = 0; i < NFAMS; i++) {
 		int fd = open_fam(&fams[i]);
 		set_all(&fams[i], fd);
 		close(fd);

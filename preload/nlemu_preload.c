@@ -180,6 +180,7 @@ static int (*real_fcntl64)(int, int, ...);
 static unsigned int (*real_if_nametoindex)(const char *);
 static char *(*real_if_indextoname)(unsigned int, char *);
 static struct if_nameindex *(*real_if_nameindex)(void);
+static int (*real_ioctl)(int, unsigned long, ...);
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -224,6 +225,7 @@ static void resolve(void)
 	RESOLVE(if_nametoindex);
 	RESOLVE(if_indextoname);
 	RESOLVE(if_nameindex);
+	RESOLVE(ioctl);
 }
 
 #define INIT() pthread_once(&resolve_once, resolve)
@@ -2039,11 +2041,6 @@ EXPORT struct if_nameindex *if_nameindex(void)
  * here instead of failing with EFAULT.
  */
 
-static int (*real_ioctl)(int, unsigned long, ...);
-static pthread_once_t ioctl_once = PTHREAD_ONCE_INIT;
-
-static void resolve_ioctl(void) { RESOLVE(ioctl); }
-
 /* has_net_admin: the kernel checks ns_capable(net->user_ns, CAP_NET_ADMIN)
  * before any change (EPERM); the shim checks the effective set. */
 static int has_net_admin(void)
@@ -2590,23 +2587,22 @@ static int if_ioctl(int fam, unsigned r, void *arg)
 EXPORT int ioctl(int fd, unsigned long request, ...)
 {
 	INIT();
-	pthread_once(&ioctl_once, resolve_ioctl);
 	va_list ap;
 	va_start(ap, request);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	unsigned r = (unsigned)request; /* the kernel's cmd is an unsigned int */
-	if (!server_path())
+	/* TUNSETIFF and the rest of linux/if_tun.h ('T' 200-227, on a
+	 * /dev/net/tun or tap fd) create and configure devices of the kernel
+	 * namespace; everything else outside 0x89xx (terminal ioctls from a
+	 * SIGWINCH handler among them) goes straight to libc. */
+	int tun = ((r >> 8) & 0xff) == 'T' && (r & 0xff) >= 200 && (r & 0xff) <= 227;
+	if ((!tun && (r & 0xffffff00u) != 0x8900u) || !server_path())
 		return real_ioctl(fd, request, arg);
-	if (((r >> 8) & 0xff) == 'T' && (r & 0xff) >= 200 && (r & 0xff) <= 227) {
-		/* TUNSETIFF and the rest of linux/if_tun.h ('T' 200-227, on a
-		 * /dev/net/tun or tap fd): they create and configure devices of
-		 * the kernel namespace. nlemu has no tun/tap devices yet. */
-		errno = EOPNOTSUPP;
+	if (tun) {
+		errno = EOPNOTSUPP; /* nlemu has no tun/tap devices yet */
 		return -1;
 	}
-	if ((r & 0xffffff00u) != 0x8900u)
-		return real_ioctl(fd, request, arg);
 	int fam;
 	struct nlsock *s = nl_get(fd);
 	if (s) {
