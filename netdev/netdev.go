@@ -45,6 +45,9 @@ type Link struct {
 	Qdisc                              string // root qdisc's ops->id
 	Inet4Conf                          []int32
 	Inet6                              Inet6Dev
+	// Inet4MCStamp is when the device joined 224.0.0.1 (ip_mc_up() on its
+	// last up), in 1/100 s since boot; it is a member only while up.
+	Inet4MCStamp uint32
 }
 
 // Inet6Dev is the IPv6 state of a device (struct inet6_dev) that
@@ -58,6 +61,9 @@ type Inet6Dev struct {
 	ReachableTime, RetransTime uint32
 	Conf                       []int32 // DEVCONF_* (ipv6_store_devconf())
 	AddrGenMode                uint8
+	// MCStamp is when ipv6_add_dev() joined ff02::1 and ff01::1 (the
+	// inet6_dev's creation), in 1/100 s since boot.
+	MCStamp uint32
 }
 
 // Device flags, as in <linux/if.h>.
@@ -168,6 +174,7 @@ var zeroMAC = make([]byte, 6)
 
 // loopback returns lo as loopback_setup() and a fresh namespace make it.
 func loopback() Link {
+	now := nowCentis()
 	return Link{
 		Index: LoopbackIndex, Name: "lo", Type: arphrdLoopback, Flags: iffLoopback,
 		MTU: 65536, TxQueueLen: 1000, OperState: OperUnknown,
@@ -180,8 +187,8 @@ func loopback() Link {
 		Qdisc:     "noop", // until the first dev_activate()
 		Inet4Conf: inet4Defaults,
 		Inet6: Inet6Dev{
-			Tstamp: nowCentis(), ReachableTime: randReachableTime(), RetransTime: 1000,
-			Conf: inet6Defaults,
+			Tstamp: now, ReachableTime: randReachableTime(), RetransTime: 1000,
+			Conf: inet6Defaults, MCStamp: now,
 		},
 	}
 }
@@ -283,6 +290,9 @@ func (d *Devices) ChangeFlags(index int32, flags uint32) (*FlagChange, bool) {
 		l.Inet6.Flags &^= ifReady
 	}
 	l.Inet6.Tstamp = nowCentis()
+	if ch.Up {
+		l.Inet4MCStamp = l.Inet6.Tstamp // ip_mc_up() joins 224.0.0.1
+	}
 	ch.After = l
 	links := append([]Link(nil), old...)
 	links[i] = l

@@ -170,11 +170,9 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 			return ns.dumpRules(req), nil
 		case rtnl.RTM_GETLINK:
 			return ns.dumpLinks(req), nil
-		case rtnl.RTM_GETADDR, rtnl.RTM_GETROUTE:
-			// A fresh namespace has no addresses and no routes: lo is down.
-			return emptyDump{}, nil
 		}
-		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+		// Addresses, routes, neighbours, netconf, ... (startup.go).
+		return ns.startupDump(req)
 	}
 	switch typ {
 	case rtnl.RTM_NEWRULE, rtnl.RTM_DELRULE:
@@ -194,7 +192,7 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 		}
 		return nil, nil
 	}
-	return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+	return nil, ns.startupGet(req)
 }
 
 // changeRule is fib_nl_newrule() / fib_nl_delrule() up to the notification.

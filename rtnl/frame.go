@@ -173,10 +173,17 @@ func AppendDone(dst []byte, seq, portid uint32, err *Error, extAck bool) []byte 
 	var tlv []byte
 	if err != nil {
 		ne.PutUint32(c[:], uint32(-int32(err.Errno)))
-		if extAck && err.Msg != "" {
+		if extAck && (err.Msg != "" || err.Offset != 0) {
+			// netlink_dump_done(): the text, then the offending
+			// attribute's offset (NL_SET_ERR_MSG_ATTR in a dumpit).
 			flags |= NLM_F_ACK_TLVS
 			ae := netlink.NewAttributeEncoder()
-			ae.String(NLMSGERR_ATTR_MSG, err.Msg)
+			if err.Msg != "" {
+				ae.String(NLMSGERR_ATTR_MSG, err.Msg)
+			}
+			if err.Offset != 0 {
+				ae.Uint32(NLMSGERR_ATTR_OFFS, err.Offset)
+			}
 			tlv, _ = ae.Encode()
 		}
 	}

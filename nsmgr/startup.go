@@ -1,0 +1,437 @@
+package nsmgr
+
+// The dumps and gets a daemon's startup makes beyond links and rules
+// (pyroute2, vishvananda/netlink, FRR zebra, bird, `ip monitor`, iproute2's
+// show commands): each answers as the kernel's handler answers for a fresh
+// namespace with only lo — an empty dump where the kernel has nothing to
+// show, its content where it has some, its errno where it refuses.
+//
+// rtnetlink_rcv_msg() picks a handler by (family, type) and falls back to
+// the PF_UNSPEC handler when the family has none; for RTM_GETADDR,
+// RTM_GETROUTE and RTM_GETNETCONF the PF_UNSPEC dumpit is rtnl_dump_all(),
+// which runs every family's dumpit in family order and stops at the first
+// error. Without any handler the answer is EOPNOTSUPP. startupFamilies
+// records which families register what, as measured on Linux 6.18 without
+// the mpls, vxlan or bridge-vlan handlers loaded.
+
+import (
+	"syscall"
+
+	"github.com/nlemu/nlemu/netdev"
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// startupFamilies lists, per dump type, the families with their own dumpit;
+// unspecAll marks types whose PF_UNSPEC dumpit is rtnl_dump_all() over
+// those families, unspecOwn types whose only handler is PF_UNSPEC (any
+// family), and a type with neither refuses other families.
+var startupFamilies = map[uint16]struct {
+	families  []uint8
+	unspecAll bool
+	unspecOwn bool
+}{
+	rtnl.RTM_GETADDR:          {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6}, unspecAll: true},
+	rtnl.RTM_GETROUTE:         {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6, rtnl.RTNL_FAMILY_IPMR, rtnl.RTNL_FAMILY_IP6MR}, unspecAll: true},
+	rtnl.RTM_GETNETCONF:       {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6}, unspecAll: true},
+	rtnl.RTM_GETNEIGH:         {families: []uint8{rtnl.AF_BRIDGE}, unspecOwn: true},
+	rtnl.RTM_GETNEXTHOP:       {unspecOwn: true},
+	rtnl.RTM_GETNEXTHOPBUCKET: {unspecOwn: true},
+	rtnl.RTM_GETADDRLABEL:     {families: []uint8{rtnl.AF_INET6}},
+	rtnl.RTM_GETMULTICAST:     {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6}},
+	rtnl.RTM_GETANYCAST:       {families: []uint8{rtnl.AF_INET6}},
+	rtnl.RTM_GETSTATS:         {unspecOwn: true},
+	rtnl.RTM_GETQDISC:         {unspecOwn: true},
+	rtnl.RTM_GETTCLASS:        {unspecOwn: true},
+	rtnl.RTM_GETTFILTER:       {unspecOwn: true},
+	rtnl.RTM_GETCHAIN:         {unspecOwn: true},
+	rtnl.RTM_GETACTION:        {unspecOwn: true},
+	rtnl.RTM_GETNSID:          {unspecOwn: true},
+	rtnl.RTM_GETMDB:           {families: []uint8{rtnl.AF_BRIDGE}},
+}
+
+// startupDump answers a dump request of a type above (the kernel's
+// rtnetlink_rcv_msg() dispatch), or EOPNOTSUPP.
+func (ns *Namespace) startupDump(req *Request) (Dumper, *rtnl.Error) {
+	typ := uint16(req.Msg.Header.Type)
+	reg, ok := startupFamilies[typ]
+	if !ok {
+		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+	}
+	family := req.Msg.Data[0]
+	d := &msgDump{}
+	for _, f := range reg.families {
+		if f == family {
+			ns.dumpFamily(req, typ, f, d)
+			return d, nil
+		}
+	}
+	switch {
+	case reg.unspecAll:
+		// rtnl_dump_all(): every family in order, until one fails.
+		for _, f := range reg.families {
+			if ns.dumpFamily(req, typ, f, d); d.err != nil {
+				break
+			}
+		}
+	case reg.unspecOwn:
+		ns.dumpFamily(req, typ, rtnl.AF_UNSPEC, d)
+	default:
+		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+	}
+	return d, nil
+}
+
+// dumpFamily runs one family's dumpit of typ into d.
+func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDump) {
+	m, strict := req.Msg, req.Strict
+	seq, pid := m.Header.Sequence, req.PortID
+	const multi = rtnl.NLM_F_MULTI
+	switch typ {
+	case rtnl.RTM_GETADDR:
+		// inet_dump_ifaddr() / inet6_dump_ifaddr(): lo has no address
+		// while down (after lo up the kernel lists 127.0.0.1/8 and ::1,
+		// which nlemu does not have yet).
+		prefix := "ipv4: "
+		if family == rtnl.AF_INET6 {
+			prefix = "ipv6: "
+		}
+		_, d.err = rtnl.CheckAddrDump(m, prefix, strict)
+	case rtnl.RTM_GETROUTE:
+		// inet_dump_fib(), inet6_dump_fib(), ipmr's and ip6mr's
+		// mr_rtm_dumproute(): no routes while lo is down.
+		d.err = rtnl.CheckRouteDump(m, strict)
+	case rtnl.RTM_GETNETCONF:
+		// inet_netconf_dump_devconf(), inet6_netconf_dump_devconf(): each
+		// device, then "all" and "default".
+		if d.err = rtnl.CheckNetconfDump(m, family, strict); d.err != nil {
+			return
+		}
+		for _, l := range ns.devs.Links() {
+			d.add(rtnl.AppendNetconf(nil, multi, seq, pid, ns.netconf(family, l.Index)))
+		}
+		for _, i := range []int32{netdev.IfindexAll, netdev.IfindexDefault} {
+			d.add(rtnl.AppendNetconf(nil, multi, seq, pid, ns.netconf(family, i)))
+		}
+	case rtnl.RTM_GETNEIGH:
+		if family == rtnl.AF_BRIDGE {
+			// rtnl_fdb_dump(): lo is no bridge port and no Ethernet device
+			// (ndo_dflt_fdb_dump() refuses it, silently).
+			var q rtnl.NeighDump
+			if q, d.err = rtnl.DecodeFdbDump(m, strict); d.err == nil && q.MasterIdx != 0 {
+				if _, ok := ns.devs.ByIndex(q.MasterIdx); !ok {
+					d.err = rtnl.Errno(syscall.ENODEV)
+				}
+			}
+			return
+		}
+		// neigh_dump_info(): lo has no neighbour nor proxy entry. Without
+		// strict checking a bad request still dumps, keeping the parser's
+		// warning.
+		_, d.err = rtnl.DecodeNeighDump(m, strict)
+	case rtnl.RTM_GETNEXTHOP, rtnl.RTM_GETNEXTHOPBUCKET:
+		// rtm_dump_nexthop(), rtm_dump_nexthop_bucket(): no nexthop objects.
+		d.err = rtnl.CheckNexthopDump(m)
+	case rtnl.RTM_GETADDRLABEL:
+		// ip6addrlbl_dump(): the default policy table.
+		if d.err = rtnl.CheckAddrLabelDump(m, strict); d.err != nil {
+			return
+		}
+		for i := range defaultAddrLabels {
+			d.add(rtnl.AppendAddrLabel(nil, multi, seq, pid, &defaultAddrLabels[i], addrLabelSeq))
+		}
+	case rtnl.RTM_GETMULTICAST, rtnl.RTM_GETANYCAST:
+		// inet6_dump_ifmcaddr(), inet_dump_ifmcaddr(), inet6_dump_ifacaddr():
+		// lo's memberships, no anycast address.
+		prefix := "ipv4: "
+		if family == rtnl.AF_INET6 {
+			prefix = "ipv6: "
+		}
+		var idx int32
+		if idx, d.err = rtnl.CheckAddrDump(m, prefix, strict); d.err != nil || typ == rtnl.RTM_GETANYCAST {
+			return
+		}
+		if idx != 0 {
+			if _, ok := ns.devs.ByIndex(idx); !ok {
+				d.err = rtnl.Errno(syscall.ENODEV)
+				return
+			}
+		}
+		for _, l := range ns.devs.Links() {
+			for _, a := range mcAddrs(family, l) {
+				d.add(rtnl.AppendIfMcaddr(nil, multi, seq, pid, &a))
+			}
+		}
+	case rtnl.RTM_GETSTATS:
+		// rtnl_stats_dump(): every device (the ifindex of a non-strict
+		// request is ignored); lo never has traffic here.
+		var q rtnl.StatsRequest
+		if q, d.err = rtnl.DecodeStats(m, strict, true); d.err != nil {
+			return
+		}
+		if q.Mask == 0 {
+			d.err = rtnl.StatsMaskError(true)
+			return
+		}
+		for _, l := range ns.devs.Links() {
+			d.add(rtnl.AppendStats(nil, multi, seq, pid, l.Index, q.Mask))
+		}
+	case rtnl.RTM_GETQDISC:
+		// tc_dump_qdisc(): every device's root qdisc but the built-in noop
+		// (tc_qdisc_dump_ignore()); lo gets noqueue when first up and
+		// keeps it.
+		if d.err = rtnl.CheckTcDump(m); d.err != nil {
+			return
+		}
+		for _, l := range ns.devs.Links() {
+			if l.Qdisc == "noop" {
+				continue
+			}
+			const tcHRoot = 0xffffffff
+			d.add(rtnl.AppendQdisc(nil, multi, seq, pid, &rtnl.Qdisc{Ifindex: l.Index, Parent: tcHRoot, Refcnt: 2, Kind: l.Qdisc}))
+		}
+	case rtnl.RTM_GETTCLASS, rtnl.RTM_GETTFILTER, rtnl.RTM_GETCHAIN, rtnl.RTM_GETACTION:
+		// tc_dump_tclass(), tc_dump_tfilter(), tc_dump_chain(),
+		// tc_dump_action(): noop and noqueue have no classes, filters or
+		// chains, and no action is installed.
+	case rtnl.RTM_GETNSID:
+		// rtnl_net_dumpid(): no peer namespace has an id.
+		d.err = rtnl.CheckNsidDump(m, strict)
+	case rtnl.RTM_GETMDB:
+		// rtnl_mdb_dump(): no bridge.
+		d.err = rtnl.CheckMdbDump(m, strict)
+	}
+}
+
+// netconf returns the netconf of ifindex (a device, or all / default).
+func (ns *Namespace) netconf(family uint8, ifindex int32) *rtnl.Netconf {
+	var v netdev.Netconf
+	if family == rtnl.AF_INET6 {
+		c, _ := ns.devs.Inet6Conf(ifindex)
+		v = netdev.Netconf6(c)
+	} else {
+		c, _ := ns.devs.Inet4Conf(ifindex)
+		v = netdev.Netconf4(c)
+	}
+	return &rtnl.Netconf{
+		Family: family, Ifindex: ifindex, Forwarding: v.Forwarding, RPFilter: v.RPFilter,
+		MCForwarding: v.MCForwarding, BCForwarding: v.BCForwarding, ProxyNeigh: v.ProxyNeigh,
+		IgnoreRoutesWithLinkdown: v.IgnoreRoutesWithLinkdown,
+	}
+}
+
+// mcAddrs returns the multicast memberships of l in family: ipv6_add_dev()
+// joins ff02::1 and then ff01::1 when the inet6_dev is created (the dump
+// lists the newest first); ip_mc_up() joins 224.0.0.1 while the device is
+// up.
+func mcAddrs(family uint8, l netdev.Link) []rtnl.IfMcaddr {
+	if family == rtnl.AF_INET6 {
+		return []rtnl.IfMcaddr{
+			{Family: family, Ifindex: l.Index, Addr: ip6AllNodesLink, Stamp: l.Inet6.MCStamp},
+			{Family: family, Ifindex: l.Index, Addr: ip6AllNodesNode, Stamp: l.Inet6.MCStamp},
+		}
+	}
+	if l.Flags&netdev.IFF_UP == 0 {
+		return nil
+	}
+	return []rtnl.IfMcaddr{{Family: family, Ifindex: l.Index, Addr: []byte{224, 0, 0, 1}, Stamp: l.Inet4MCStamp}}
+}
+
+var (
+	ip6AllNodesLink = []byte{0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}
+	ip6AllNodesNode = []byte{0xff, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}
+)
+
+// defaultAddrLabels is the IPv6 address label table of a new namespace
+// (ip6addrlbl_init_table(), RFC 6724's policy table plus 6bone, site-local
+// and ORCHID entries) in the kernel's list order: by prefix length, longest
+// first, ties in reverse insertion order.
+var defaultAddrLabels = []rtnl.AddrLabel{
+	{Prefix: v6(0, 0, 0, 0, 0, 0, 0, 1), Len: 128, Label: 0},
+	{Prefix: v6(0, 0, 0, 0, 0, 0, 0, 0), Len: 96, Label: 3},
+	{Prefix: v6(0, 0, 0, 0, 0, 0xffff, 0, 0), Len: 96, Label: 4},
+	{Prefix: v6(0x2001, 0, 0, 0, 0, 0, 0, 0), Len: 32, Label: 6},
+	{Prefix: v6(0x2001, 0x10, 0, 0, 0, 0, 0, 0), Len: 28, Label: 7},
+	{Prefix: v6(0x3ffe, 0, 0, 0, 0, 0, 0, 0), Len: 16, Label: 12},
+	{Prefix: v6(0x2002, 0, 0, 0, 0, 0, 0, 0), Len: 16, Label: 2},
+	{Prefix: v6(0xfec0, 0, 0, 0, 0, 0, 0, 0), Len: 10, Label: 11},
+	{Prefix: v6(0xfc00, 0, 0, 0, 0, 0, 0, 0), Len: 7, Label: 5},
+	{Prefix: v6(0, 0, 0, 0, 0, 0, 0, 0), Len: 0, Label: 1},
+}
+
+// addrLabelSeq is the table's sequence number (ifal_seq): one increment per
+// entry ip6addrlbl_net_init() added.
+const addrLabelSeq = 10
+
+func v6(w ...uint16) (a [16]byte) {
+	for i, x := range w {
+		a[2*i], a[2*i+1] = byte(x>>8), byte(x)
+	}
+	return a
+}
+
+// lookupAddrLabel is __ipv6_addr_label() as ip6addrlbl_get() calls it: the
+// first entry whose prefix holds addr and whose address type, if it has
+// one, equals ipv6_addr_type(addr). The ::1/128 entry has type
+// IPV6_ADDR_LOOPBACK, but ipv6_addr_type(::1) adds IPV6_ADDR_UNICAST and a
+// scope, so it never matches and ::1 gets ::/96's label 3 (measured);
+// ::ffff:0:0/96's IPV6_ADDR_MAPPED is exactly the type of every address it
+// holds.
+func lookupAddrLabel(addr []byte) *rtnl.AddrLabel {
+	for i := range defaultAddrLabels {
+		l := &defaultAddrLabels[i]
+		if l.Len == 128 && l.Prefix == v6(0, 0, 0, 0, 0, 0, 0, 1) {
+			continue
+		}
+		if prefixHolds(l.Prefix[:], int(l.Len), addr) {
+			return l
+		}
+	}
+	return nil
+}
+
+func prefixHolds(prefix []byte, bits int, addr []byte) bool {
+	for i := 0; i < bits; i++ {
+		m := byte(0x80) >> (i % 8)
+		if prefix[i/8]&m != addr[i/8]&m {
+			return false
+		}
+	}
+	return true
+}
+
+// startupGet answers a non-dump request of the startup types: the reply
+// goes to the requester, the result is acknowledged; EOPNOTSUPP for types
+// and families without a doit.
+func (ns *Namespace) startupGet(req *Request) *rtnl.Error {
+	m := req.Msg
+	family := m.Data[0]
+	seq, pid := m.Header.Sequence, req.PortID
+	reply := func(b []byte) {
+		if req.Self != nil {
+			req.Self.Deliver(b)
+		}
+	}
+	switch uint16(m.Header.Type) {
+	case rtnl.RTM_GETNETCONF:
+		// inet_netconf_get_devconf(), inet6_netconf_get_devconf().
+		if family != rtnl.AF_INET && family != rtnl.AF_INET6 {
+			break
+		}
+		idx, has, err := rtnl.DecodeNetconfGet(m, req.Strict)
+		if err != nil {
+			return err
+		}
+		if !has {
+			return rtnl.Errno(syscall.EINVAL)
+		}
+		var ok bool
+		if family == rtnl.AF_INET6 {
+			_, ok = ns.devs.Inet6Conf(idx)
+		} else {
+			_, ok = ns.devs.Inet4Conf(idx)
+		}
+		if !ok {
+			// IPv4 answers ENODEV for a missing device, IPv6 EINVAL.
+			if family == rtnl.AF_INET6 {
+				return rtnl.Errno(syscall.EINVAL)
+			}
+			return rtnl.Errno(syscall.ENODEV)
+		}
+		reply(rtnl.AppendNetconf(nil, 0, seq, pid, ns.netconf(family, idx)))
+		return nil
+	case rtnl.RTM_GETNEIGH:
+		if family == rtnl.AF_BRIDGE {
+			break // rtnl_fdb_get(): not emulated
+		}
+		// neigh_get(): there are no entries to find.
+		g, err := rtnl.DecodeNeighGet(m)
+		if err != nil {
+			return err
+		}
+		if g.Ifindex != 0 {
+			if _, ok := ns.devs.ByIndex(g.Ifindex); !ok {
+				return rtnl.Errorf(syscall.ENODEV, "Unknown device ifindex")
+			}
+		}
+		if g.Proxy {
+			return rtnl.Errorf(syscall.ENOENT, "Proxy neighbour entry not found")
+		}
+		if g.Ifindex == 0 {
+			return rtnl.Errorf(syscall.EINVAL, "No device specified")
+		}
+		return rtnl.Errorf(syscall.ENOENT, "Neighbour entry not found")
+	case rtnl.RTM_GETNEXTHOP:
+		// rtm_get_nexthop(): no nexthop has that id.
+		if _, err := rtnl.DecodeNexthopGet(m); err != nil {
+			return err
+		}
+		return rtnl.Errno(syscall.ENOENT)
+	case rtnl.RTM_GETADDRLABEL:
+		// ip6addrlbl_get().
+		if family != rtnl.AF_INET6 {
+			break
+		}
+		g, err := rtnl.DecodeAddrLabelGet(m, req.Strict)
+		if err != nil {
+			return err
+		}
+		if g.Ifindex != 0 {
+			if _, ok := ns.devs.ByIndex(g.Ifindex); !ok {
+				return rtnl.Errno(syscall.EINVAL)
+			}
+		}
+		if g.Addr == nil {
+			return rtnl.Errno(syscall.EINVAL)
+		}
+		l := lookupAddrLabel(g.Addr)
+		if l == nil {
+			return rtnl.Errno(syscall.ESRCH)
+		}
+		reply(rtnl.AppendAddrLabel(nil, 0, seq, pid, l, addrLabelSeq))
+		return nil
+	case rtnl.RTM_GETSTATS:
+		// rtnl_stats_get().
+		q, err := rtnl.DecodeStats(m, req.Strict, false)
+		if err != nil {
+			return err
+		}
+		if q.Ifindex <= 0 {
+			return rtnl.Errno(syscall.EINVAL)
+		}
+		l, ok := ns.devs.ByIndex(q.Ifindex)
+		if !ok {
+			return rtnl.Errno(syscall.ENODEV)
+		}
+		if q.Mask == 0 {
+			return rtnl.StatsMaskError(false)
+		}
+		reply(rtnl.AppendStats(nil, 0, seq, pid, l.Index, q.Mask))
+		return nil
+	}
+	return rtnl.Errno(syscall.EOPNOTSUPP)
+}
+
+// msgDump is a dump whose messages are built up front (the startup dumps
+// are a handful of messages), sent in batches within the datagram limit.
+type msgDump struct {
+	msgs [][]byte
+	i    int
+	err  *rtnl.Error
+}
+
+func (d *msgDump) add(b []byte) { d.msgs = append(d.msgs, b) }
+
+func (d *msgDump) Err() *rtnl.Error { return d.err }
+
+func (d *msgDump) Fill(dst []byte, limit int) ([]byte, bool) {
+	if d.err != nil && d.err.Errno != 0 {
+		return dst, true // a failed dumpit sends nothing before the NLMSG_DONE
+	}
+	for ; d.i < len(d.msgs); d.i++ {
+		if len(dst) > 0 && len(dst)+len(d.msgs[d.i]) > limit {
+			return dst, false
+		}
+		dst = append(dst, d.msgs[d.i]...)
+	}
+	return dst, true
+}
