@@ -531,3 +531,51 @@ func TestStartupShowCommandsMatchKernel(t *testing.T) {
 		}
 	}
 }
+
+// sdPyroute2Script is what a pyroute2 program does when it starts: the
+// IPRoute inventory calls, then an NDB, whose startup dumps links,
+// addresses, neighbours, routes and more and, on a dump that fails,
+// retries it forever (before the startup dumps existed nlemu answered its
+// neighbour dump EOPNOTSUPP and NDB never came up).
+const sdPyroute2Script = `
+from pyroute2 import IPRoute, NDB
+ip = IPRoute()
+for name, f in [("links", ip.get_links), ("addr", ip.get_addr), ("routes", ip.get_routes),
+                ("neigh", ip.get_neighbours), ("rules", ip.get_rules), ("qdiscs", ip.get_qdiscs)]:
+    try:
+        print(name, len(f()))
+    except Exception as e:
+        print(name, "error", e)
+ip.close()
+ndb = NDB(log="off")
+print("ndb interfaces", sorted((r.ifname, r.index) for r in ndb.interfaces.summary()))
+print("ndb neighbours", len(list(ndb.neighbours.summary())))
+print("ndb routes", len(list(ndb.routes.summary())))
+print("ndb addresses", len(list(ndb.addresses.summary())))
+ndb.close()
+`
+
+// TestPyroute2StartupMatchesKernel runs pyroute2's startup (IPRoute
+// inventory, then NDB) on a fresh kernel namespace and under nlemu: same
+// output, and NDB comes up instead of retrying forever. It needs the
+// distribution's pyroute2 (python3-pyroute2), and says so when it is
+// missing.
+func TestPyroute2StartupMatchesKernel(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import pyroute2").Run(); err != nil {
+		t.Skipf("pyroute2 is not installed for %s (apt-get install python3-pyroute2): %v", py, err)
+	}
+	env := newIPCEnv(t)
+	k, n := env.pair(t)
+	script := t.TempDir() + "/startup.py"
+	if err := os.WriteFile(script, []byte(sdPyroute2Script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kr, nr := sdRun(k, py, script), sdRun(n, py, script)
+	if d := ipcDifference(kr, nr, ipcLines); d != "" {
+		t.Errorf("pyroute2 startup differs:\n%s", d)
+	}
+	if !bytes.Contains(nr.Stdout, []byte("ndb addresses")) {
+		t.Errorf("nlemu: NDB did not come up: %q %q", nr.Stdout, nr.Stderr)
+	}
+}
