@@ -137,6 +137,9 @@ type Request struct {
 	Strict bool
 	// Self is the requesting socket, which receives NLM_F_ECHO copies.
 	Self Listener
+	// ReadOnly is a requester that may not change state: everything but
+	// a GET is refused with EPERM.
+	ReadOnly bool
 }
 
 // Dumper produces the messages of a dump in batches, resuming from its
@@ -164,6 +167,11 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 		return nil, nil
 	}
 	isGet := (typ-16)&3 == 2
+	// rtnetlink_rcv_msg(): every kind but GET needs CAP_NET_ADMIN, checked
+	// after the length and before the family or the handler is looked up.
+	if !isGet && req.ReadOnly {
+		return nil, rtnl.Errno(syscall.EPERM)
+	}
 	if isGet && uint16(m.Header.Flags)&rtnl.NLM_F_DUMP != 0 {
 		switch typ {
 		case rtnl.RTM_GETRULE:

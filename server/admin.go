@@ -10,6 +10,10 @@ import (
 	"github.com/nlemu/nlemu/rtnl"
 )
 
+// errReadOnly refuses a namespace change from a socket that may not change
+// state.
+var errReadOnly = errors.New("nlemu: changing namespaces needs uid 0, the server's uid or a member of an allowed group")
+
 // listChunk bounds the names in one NETNS_LIST datagram, well inside the
 // server's send buffer and a client's 64 KiB read.
 const listChunk = 16 << 10
@@ -23,10 +27,16 @@ func (c *conn) admin(m *rtnl.Message) {
 	}
 	var err error
 	switch uint16(m.Header.Type) {
-	case rtnl.NLEMU_NETNS_ADD:
-		err = c.srv.nsm.Add(name)
-	case rtnl.NLEMU_NETNS_DEL:
-		err = c.srv.nsm.Del(name)
+	case rtnl.NLEMU_NETNS_ADD, rtnl.NLEMU_NETNS_DEL:
+		if c.readOnly {
+			err = errReadOnly
+			break
+		}
+		if uint16(m.Header.Type) == rtnl.NLEMU_NETNS_ADD {
+			err = c.srv.nsm.Add(name)
+		} else {
+			err = c.srv.nsm.Del(name)
+		}
 	case rtnl.NLEMU_NETNS_LIST:
 		// One NETNS_LIST message per datagram of at most listChunk
 		// bytes, split between names: a single datagram for 9,000
@@ -52,7 +62,7 @@ func (c *conn) admin(m *rtnl.Message) {
 			errno = syscall.EEXIST
 		case errors.Is(err, nsmgr.ErrNotFound):
 			errno = syscall.ENOENT
-		case errors.Is(err, nsmgr.ErrDefault):
+		case errors.Is(err, nsmgr.ErrDefault), errors.Is(err, errReadOnly):
 			errno = syscall.EPERM
 		}
 		rerr = rtnl.Errorf(errno, err.Error())

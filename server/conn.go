@@ -36,6 +36,10 @@ type conn struct {
 	// by STATS without it. Per socket, so that sockets on different cores
 	// never share a cache line.
 	st counts
+	// readOnly is a socket whose opener may not change state: every
+	// request but a GET is refused with EPERM (rtnetlink_rcv_msg()'s
+	// CAP_NET_ADMIN check), and so are namespace changes.
+	readOnly bool // guarded by mu
 	// hangup, when set, ends the transport (the Unix connection) so that
 	// Server.Close also stops a reader blocked on its client.
 	hangup func() // guarded by mu
@@ -168,7 +172,7 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 		}
 		return
 	}
-	d, err := c.ns.Do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c})
+	d, err := c.ns.Do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly})
 	if d != nil {
 		if c.dump != nil {
 			c.ack(m, rtnl.Errno(syscall.EBUSY))
@@ -401,6 +405,13 @@ func (c *conn) close() {
 	if hangup != nil {
 		hangup()
 	}
+}
+
+// setReadOnly marks the socket as one whose opener may not change state.
+func (c *conn) setReadOnly(v bool) {
+	c.mu.Lock()
+	c.readOnly = v
+	c.mu.Unlock()
 }
 
 // onClose sets the transport's hangup, or runs it at once if the socket

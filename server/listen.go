@@ -13,8 +13,8 @@ import (
 	"github.com/nlemu/nlemu/internal/privdir"
 )
 
-// ListenUnix listens on path (mode 0666; per-request checks are the
-// server's job) and serves connections in the background until the
+// ListenUnix listens on path (mode Config.SocketMode, default 0666:
+// every change is checked against the peer's credentials, mayChange) and serves connections in the background until the
 // Listener or the Server is closed.
 //
 // Whatever is at path already is kept unless it is provably a dead server's
@@ -40,7 +40,11 @@ func (s *Server) ListenUnix(path string) (*Listener, error) {
 		return nil, err
 	}
 	ul.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o666); err != nil {
+	mode := s.cfg.SocketMode
+	if mode == 0 {
+		mode = 0o666
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		ul.Close()
 		return nil, err
 	}

@@ -3,9 +3,11 @@ package server
 import (
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,4 +89,71 @@ func procPrivileges(pid string) privileges {
 		}
 	}
 	return privileges{}
+}
+
+// mayChange reports whether the process at the other end of uc may change
+// state: uid 0, the server's own uid, or a member (primary or
+// supplementary group) of one of Config.AllowGroups. The credentials are
+// those of connect() time (SO_PEERCRED, SO_PEERGROUPS), translated into
+// the server's user namespace, so a "root" of `unshare -r` is its real
+// uid. A peer whose credentials cannot be read may not.
+func (s *Server) mayChange(uc *net.UnixConn) bool {
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var (
+		cred   *unix.Ucred
+		groups []uint32
+	)
+	raw.Control(func(fd uintptr) {
+		if cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && len(s.cfg.AllowGroups) > 0 {
+			groups = peerGroups(int(fd))
+		}
+	})
+	if err != nil || cred == nil {
+		return false
+	}
+	if cred.Uid == 0 || cred.Uid == uint32(os.Getuid()) {
+		return true
+	}
+	for _, g := range s.cfg.AllowGroups {
+		if cred.Gid == g || slices.Contains(groups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerGroups returns the supplementary groups of a Unix socket's peer
+// (SO_PEERGROUPS, Linux 4.13), or nil.
+func peerGroups(fd int) []uint32 {
+	buf := make([]byte, 4*64)
+	for {
+		n, err := getsockoptBytes(fd, unix.SOL_SOCKET, unix.SO_PEERGROUPS, buf)
+		if err == unix.ERANGE && n > len(buf) {
+			buf = make([]byte, n)
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		gs := make([]uint32, n/4)
+		for i := range gs {
+			gs[i] = ne.Uint32(buf[4*i:])
+		}
+		return gs
+	}
+}
+
+// getsockoptBytes is getsockopt(2) into buf, returning the length the
+// kernel reports (on ERANGE, the length it needs).
+func getsockoptBytes(fd, level, name int, buf []byte) (int, error) {
+	n := uint32(len(buf))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), uintptr(level), uintptr(name),
+		uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+	if e != 0 {
+		return int(n), e
+	}
+	return int(n), nil
 }

@@ -27,6 +27,13 @@ type Config struct {
 	// RTNL is the RTNL policy for rule changes (default: the seed's
 	// first-IPv4-rule-only design).
 	RTNL rtnl.Mode
+	// AllowGroups are the group ids whose members (primary or
+	// supplementary group of the connecting process) may change state over
+	// the Unix socket, besides uid 0 and the server's own uid.
+	AllowGroups []uint32
+	// SocketMode is the mode of the socket file ListenUnix creates
+	// (0: 0666, since every change is checked per request).
+	SocketMode os.FileMode
 }
 
 // Server is one nlemu instance: a namespace registry shared by every
@@ -34,6 +41,7 @@ type Config struct {
 type Server struct {
 	rtnlLock rtnl.RTNL
 	rcfg     rulesops.Config
+	cfg      Config
 	nsm      *nsmgr.Manager
 
 	portMu sync.Mutex
@@ -49,7 +57,7 @@ type Server struct {
 
 // New returns a server with one namespace, "default".
 func New(cfg Config) *Server {
-	s := &Server{ports: map[uint32]bool{}, rover: 0xFFFFF000, conns: map[*conn]struct{}{}}
+	s := &Server{ports: map[uint32]bool{}, rover: 0xFFFFF000, conns: map[*conn]struct{}{}, cfg: cfg}
 	s.rcfg = rulesops.Config{RTNL: &s.rtnlLock, Mode: cfg.RTNL}
 	s.nsm = nsmgr.NewManager(&s.rcfg)
 	return s

@@ -102,6 +102,7 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	c.onClose(func() { uc.Close() })
 	// What the peer may do (LISTEN_ALL_NSID, privileged groups).
 	c.priv.src = peerPrivileges(uc)
+	c.setReadOnly(!s.mayChange(uc))
 	var p [8]byte
 	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)

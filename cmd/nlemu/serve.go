@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"os/user"
+	"strconv"
 	"syscall"
 
 	"github.com/nlemu/nlemu/internal/privdir"
@@ -18,7 +20,21 @@ func runServe(args []string) int {
 	fs := flag.NewFlagSet("nlemu serve", flag.ContinueOnError)
 	sock := fs.String("socket", "", "Unix socket path (default $NLEMU_SOCKET, else a per-user path)")
 	mode := fs.String("rtnl", "first-ipv4", "when rule changes take RTNL: first-ipv4 (the seed's design) or always")
+	sockMode := fs.String("socket-mode", "0666", "mode of the socket file (octal); every change is checked against the caller anyway")
+	var allow []uint32
+	fs.Func("allow-group", "a group (name or gid) whose members may change state, besides uid 0 and the server's uid; repeatable", func(v string) error {
+		gid, err := lookupGroup(v)
+		if err == nil {
+			allow = append(allow, gid)
+		}
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	sm, err := strconv.ParseUint(*sockMode, 8, 32)
+	if err != nil || sm == 0 || sm > 0o777 {
+		fmt.Fprintf(os.Stderr, "nlemu serve: --socket-mode must be an octal mode from 1 to 0777, not %q\n", *sockMode)
 		return 2
 	}
 	m, ok := rtnl.ParseMode(*mode)
@@ -27,7 +43,7 @@ func runServe(args []string) int {
 		return 2
 	}
 	path := server.SocketPath(*sock)
-	s := server.New(server.Config{RTNL: m})
+	s := server.New(server.Config{RTNL: m, AllowGroups: allow, SocketMode: os.FileMode(sm)})
 	l, err := s.ListenUnix(path)
 	if err != nil {
 		// One line: what is at the path (or its directory) and why it is
@@ -46,4 +62,16 @@ func runServe(args []string) int {
 	<-sig
 	s.Close() // closes the listener, which removes the socket file
 	return 0
+}
+
+// lookupGroup resolves --allow-group: a group name, else a numeric gid.
+func lookupGroup(v string) (uint32, error) {
+	if g, err := user.LookupGroup(v); err == nil {
+		v = g.Gid
+	}
+	gid, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("no group %q", v)
+	}
+	return uint32(gid), nil
 }
