@@ -18,6 +18,7 @@ commands:
   serve [--socket PATH] [--rtnl first-ipv4|always]   run a server in the foreground
   netns add|del NAME | list [--socket PATH]          manage the server's namespaces
   exec [--socket PATH] -n NAME -- CMD [ARGS...]      run CMD against namespace NAME
+  env [--socket PATH] -n NAME                         shell assignments: eval "$(nlemu env -n NAME)"
   load [--netns N] [--rules R] [--family 4,6] ...     the seed's parallel rule-load test
   stats [--socket PATH] [--json]                      the server's counters
 
@@ -41,6 +42,8 @@ func main() {
 		code = runNetns(args)
 	case "exec":
 		code = runExec(args)
+	case "env":
+		code = runEnv(args)
 	case "load":
 		code = runLoad(args)
 	case "stats":
