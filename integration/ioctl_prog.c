@@ -260,6 +260,10 @@ static void mode_flags(void)
 		set_flags(fn, fd, "lo", IFF_LOOPBACK, "down");
 		show_flags(fn, fd, "down");
 		set_flags(fn, fd, "nosuch0", IFF_UP, "up");
+		set_flags(fn, fd, "", IFF_UP, "up");
+		set_flags(fn, fd, "lo:1", IFF_UP | IFF_LOOPBACK, "up");
+		show_flags(fn, fd, "alias up");
+		set_flags(fn, fd, "lo:1", IFF_LOOPBACK, "down");
 		close(fd);
 	}
 }

@@ -2503,13 +2503,27 @@ static int if_ioctl(int fam, unsigned r, void *arg)
 		default: /* no driver to ask */
 			return EOPNOTSUPP;
 		}
-	case SIOCSIFFLAGS:
+	case SIOCSIFFLAGS: {
 		if (!has_net_admin())
 			return EPERM;
+		char name[IFNAMSIZ];
+		memcpy(name, ifr->ifr_name, IFNAMSIZ);
+		name[IFNAMSIZ - 1] = 0;
+		char *colon = strchr(name, ':');
+		if (colon || !name[0]) {
+			/* dev_ioctl() looks the device up without the alias;
+			 * devinet_ioctl() then wants an address with that label
+			 * (nlemu has none) */
+			if ((err = dev_by_name(name, &l)))
+				return err;
+			if (colon && inet)
+				return EADDRNOTAVAIL;
+			memcpy(name, l.name, IFNAMSIZ);
+		}
 		/* dev_change_flags(dev, ifr_flags): the low 16 bits, as
 		 * RTM_SETLINK's ifi_flags under an ifi_change of 0xffff */
-		return setlink(0, ifr->ifr_name[0] ? ifr->ifr_name : "", (unsigned short)ifr->ifr_flags,
-			       0xffff, 0, NULL, 0);
+		return setlink(0, name, (unsigned short)ifr->ifr_flags, 0xffff, 0, NULL, 0);
+	}
 	case SIOCSIFMTU:
 	case SIOCSIFTXQLEN:
 	case SIOCSIFNAME:
