@@ -349,8 +349,9 @@ func TestLoIPLinkShowMatchesKernel(t *testing.T) {
 // extack text and offset, policy nest. The first case is the probe of
 // iproute2's iplink_have_newlink(): an RTM_NEWLINK naming no device must
 // get ENODEV (rtnl_newlink()), because EOPNOTSUPP makes `ip link set` fall
-// back to SIOCSIFFLAGS ioctls, which the shim does not redirect: they
-// changed the host's devices.
+// back to SIOCSIFFLAGS ioctls, which the shim did not redirect before
+// issue 8: they changed the host's devices (now the shim answers them from
+// nlemu, TestNothingEscapesToHost).
 func TestLinkRequestErrorsMatchKernel(t *testing.T) {
 	requireKernelNS(t)
 	sides := []*Side{kernelSide(t, "kernel"), nlemuSide(t, "nlemu")}
