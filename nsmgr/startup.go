@@ -95,11 +95,29 @@ func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDu
 		if family == rtnl.AF_INET6 {
 			prefix = "ipv6: "
 		}
-		_, d.err = rtnl.CheckAddrDump(m, prefix, strict)
+		var idx int32
+		idx, d.err = rtnl.CheckAddrDump(m, prefix, strict)
+		ns.addrDumpDevice(d, idx)
 	case rtnl.RTM_GETROUTE:
 		// inet_dump_fib(), inet6_dump_fib(), ipmr's and ip6mr's
 		// mr_rtm_dumproute(): no routes while lo is down.
-		d.err = rtnl.CheckRouteDump(m, strict)
+		f, err := rtnl.CheckRouteDump(m, strict, ns.hasDevice)
+		if d.err = err; err != nil {
+			return
+		}
+		if f.Filtered {
+			d.answer |= rtnl.NLM_F_DUMP_FILTERED
+		}
+		// A table filter names a table that must exist; an AF_UNSPEC dump
+		// (rtnl_dump_all()) skips a family without it.
+		if f.Table != 0 && !ns.tableExists(family, f.Table) && rtnl.RuleFamily(m) == family {
+			switch family {
+			case rtnl.AF_INET:
+				d.err = rtnl.Errorf(syscall.ENOENT, "ipv4: FIB table does not exist")
+			case rtnl.AF_INET6:
+				d.err = rtnl.Errorf(syscall.ENOENT, "ipv6: FIB table does not exist")
+			}
+		}
 	case rtnl.RTM_GETNETCONF:
 		// inet_netconf_dump_devconf(), inet6_netconf_dump_devconf(): each
 		// device, then "all" and "default".
@@ -147,18 +165,16 @@ func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDu
 			prefix = "ipv6: "
 		}
 		var idx int32
-		if idx, d.err = rtnl.CheckAddrDump(m, prefix, strict); d.err != nil || typ == rtnl.RTM_GETANYCAST {
+		idx, d.err = rtnl.CheckAddrDump(m, prefix, strict)
+		if ns.addrDumpDevice(d, idx); d.err != nil || typ == rtnl.RTM_GETANYCAST {
 			return
 		}
-		if idx != 0 {
-			if _, ok := ns.devs.ByIndex(idx); !ok {
-				d.err = rtnl.Errno(syscall.ENODEV)
-				return
-			}
-		}
 		for _, l := range ns.devs.Links() {
+			if idx != 0 && l.Index != idx {
+				continue
+			}
 			for _, a := range mcAddrs(family, l) {
-				d.add(rtnl.AppendIfMcaddr(nil, multi, seq, pid, &a))
+				d.add(rtnl.AppendIfMcaddr(nil, multi|d.answer, seq, pid, &a))
 			}
 		}
 	case rtnl.RTM_GETSTATS:
@@ -200,6 +216,42 @@ func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDu
 		// rtnl_mdb_dump(): no bridge.
 		d.err = rtnl.CheckMdbDump(m, strict)
 	}
+}
+
+// addrDumpDevice applies the ifa_index filter of a strict address dump
+// (inet_valid_dump_ifaddr_req(), inet6_valid_dump_ifaddr_req()): the dump
+// is marked NLM_F_DUMP_FILTERED, and fails with ENODEV when there is no such
+// device.
+func (ns *Namespace) addrDumpDevice(d *msgDump, idx int32) {
+	if d.err != nil || idx == 0 {
+		return
+	}
+	d.answer |= rtnl.NLM_F_DUMP_FILTERED
+	if !ns.hasDevice(idx) {
+		d.err = rtnl.Errno(syscall.ENODEV)
+	}
+}
+
+func (ns *Namespace) hasDevice(idx int32) bool {
+	_, ok := ns.devs.ByIndex(idx)
+	return ok
+}
+
+// tableExists reports whether a route dump's table filter names an
+// existing table (fib_get_table(), fib6_get_table()). IPv6 has main and
+// local from the start, and a table for each rule that named one. IPv4
+// creates main and local on their first route (fib_new_table()), which a
+// namespace without addresses has not had, so only the tables rules
+// allocated (fib_empty_table()) exist; fib's registry lists local, main
+// and default from the start for the rules' sake.
+func (ns *Namespace) tableExists(family uint8, id uint32) bool {
+	switch family {
+	case rtnl.AF_INET:
+		return id != rtnl.RT_TABLE_LOCAL && id != rtnl.RT_TABLE_MAIN && id != rtnl.RT_TABLE_DEFAULT && ns.v4.Exists(id)
+	case rtnl.AF_INET6:
+		return ns.v6.Exists(id)
+	}
+	return true
 }
 
 // netconf returns the netconf of ifindex (a device, or all / default).
@@ -414,14 +466,24 @@ func (ns *Namespace) startupGet(req *Request) *rtnl.Error {
 // msgDump is a dump whose messages are built up front (the startup dumps
 // are a handful of messages), sent in batches within the datagram limit.
 type msgDump struct {
-	msgs [][]byte
-	i    int
-	err  *rtnl.Error
+	msgs   [][]byte
+	i      int
+	err    *rtnl.Error
+	answer uint16 // cb->answer_flags
 }
 
 func (d *msgDump) add(b []byte) { d.msgs = append(d.msgs, b) }
 
 func (d *msgDump) Err() *rtnl.Error { return d.err }
+
+func (d *msgDump) AnswerFlags() uint16 { return d.answer }
+
+// AnswerFlagger is a Dumper whose NLMSG_DONE carries flags besides
+// NLM_F_MULTI: the kernel's cb->answer_flags, NLM_F_DUMP_FILTERED when the
+// request's filters were applied (netlink_dump_done()).
+type AnswerFlagger interface {
+	AnswerFlags() uint16
+}
 
 func (d *msgDump) Fill(dst []byte, limit int) ([]byte, bool) {
 	if d.err != nil && d.err.Errno != 0 {

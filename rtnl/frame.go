@@ -168,8 +168,15 @@ const nlaFNested = 0x8000
 // NLM_F_MULTI, a 4-byte errno, and the extack message when the dump failed
 // and the socket set NETLINK_EXT_ACK.
 func AppendDone(dst []byte, seq, portid uint32, err *Error, extAck bool) []byte {
+	return AppendDoneFlags(dst, seq, portid, err, extAck, 0)
+}
+
+// AppendDoneFlags is AppendDone with the dump's answer flags
+// (cb->answer_flags: NLM_F_DUMP_FILTERED when the dumpit applied a
+// filter) added to NLM_F_MULTI.
+func AppendDoneFlags(dst []byte, seq, portid uint32, err *Error, extAck bool, answer uint16) []byte {
 	var c [4]byte
-	flags := uint16(NLM_F_MULTI)
+	flags := NLM_F_MULTI | answer
 	var tlv []byte
 	if err != nil {
 		ne.PutUint32(c[:], uint32(-int32(err.Errno)))

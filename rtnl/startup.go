@@ -557,24 +557,72 @@ func CheckAddrDump(m *Message, prefix string, strict bool) (int32, *Error) {
 	return int32(ne.Uint32(b[4:])), nil
 }
 
-// CheckRouteDump is the strict check of ip_valid_fib_dump_req() on the
-// header (the filters it reads need routes to act on).
-func CheckRouteDump(m *Message, strict bool) *Error {
+// NLM_F_DUMP_FILTERED marks the messages and the NLMSG_DONE of a dump that
+// applied a filter the request asked for.
+const NLM_F_DUMP_FILTERED = 0x20
+
+// RouteDumpFilter is what ip_valid_fib_dump_req() takes from a strict
+// route dump request.
+type RouteDumpFilter struct {
+	Table uint32 // rtm_table, or RTA_TABLE
+	Oif   int32  // RTA_OIF (the device exists)
+	// Filtered is filter_set: any of flags, protocol, type, table or
+	// device was given (the dump then answers NLM_F_DUMP_FILTERED).
+	Filtered bool
+}
+
+// CheckRouteDump is ip_valid_fib_dump_req(), which inet_dump_fib(),
+// inet6_dump_fib() and the multicast-routing dumps run with strict
+// checking only; hasDev reports whether an RTA_OIF device exists.
+func CheckRouteDump(m *Message, strict bool, hasDev func(int32) bool) (RouteDumpFilter, *Error) {
+	var f RouteDumpFilter
 	if !strict {
-		return nil
+		return f, nil
 	}
 	b := m.Data
 	if len(b) < rtmsgLen {
-		return Errorf(syscall.EINVAL, "Invalid header for FIB dump request")
+		return f, Errorf(syscall.EINVAL, "Invalid header for FIB dump request")
 	}
 	if b[1] != 0 || b[2] != 0 || b[3] != 0 || b[6] != 0 {
-		return Errorf(syscall.EINVAL, "Invalid values in header for FIB dump request")
+		return f, Errorf(syscall.EINVAL, "Invalid values in header for FIB dump request")
 	}
 	const rtmFCloned, rtmFPrefix = 0x200, 0x800
-	if ne.Uint32(b[8:])&^(rtmFCloned|rtmFPrefix) != 0 {
-		return Errorf(syscall.EINVAL, "Invalid flags for FIB dump request")
+	flags := ne.Uint32(b[8:])
+	if flags&^(rtmFCloned|rtmFPrefix) != 0 {
+		return f, Errorf(syscall.EINVAL, "Invalid flags for FIB dump request")
 	}
-	return nil
+	f.Table = uint32(b[4])
+	protocol, typ := b[5], b[7]
+	it := attrsOf(m, rtmsgLen)
+	for {
+		a, ok := it.next()
+		if !ok {
+			break
+		}
+		const rtaOif, rtaTable = 4, 15
+		switch a.typ {
+		case rtaTable:
+			if len(a.data) < 4 {
+				return f, AttrError(syscall.EINVAL, "", a.off)
+			}
+			f.Table = ne.Uint32(a.data)
+		case rtaOif:
+			if len(a.data) < 4 {
+				return f, AttrError(syscall.EINVAL, "", a.off)
+			}
+			f.Oif = int32(ne.Uint32(a.data))
+			if !hasDev(f.Oif) {
+				return f, Errno(syscall.ENODEV)
+			}
+		default:
+			return f, Errorf(syscall.EINVAL, "Unsupported attribute in dump request")
+		}
+	}
+	if it.leftover() > 0 {
+		return f, Errorf(syscall.EINVAL, "bytes leftover after parsing attributes")
+	}
+	f.Filtered = flags != 0 || protocol != 0 || typ != 0 || f.Table != 0 || f.Oif != 0
+	return f, nil
 }
 
 // IfMcaddr is one multicast address of a device as inet6_fill_ifmcaddr()

@@ -211,7 +211,11 @@ func (c *conn) dumpBatch() {
 		if err = ds.d.Err(); err != nil {
 			c.st.countErr(err.Errno)
 		}
-		withDone := rtnl.AppendDone(buf, ds.seq, c.portid, err, c.extAck)
+		var answer uint16
+		if f, ok := ds.d.(nsmgr.AnswerFlagger); ok {
+			answer = f.AnswerFlags()
+		}
+		withDone := rtnl.AppendDoneFlags(buf, ds.seq, c.portid, err, c.extAck, answer)
 		if len(buf) > 0 && len(withDone) > size {
 			ds.doneOnly = true
 			c.q.push(buf, true)
