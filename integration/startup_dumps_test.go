@@ -522,6 +522,12 @@ func TestStartupShowCommandsMatchKernel(t *testing.T) {
 		c("tc", "filter", "show", "dev", "lo"),
 		c("tc", "-j", "qdisc", "show"),
 		c("ip", "netns", "list-id"),
+		// Monitors: what they ask at startup must not fail; they print
+		// nothing in a second without changes (timeout ends them: 124).
+		c("timeout", "1", "ip", "monitor", "all"),
+		c("timeout", "1", "ip", "-t", "monitor", "neigh", "netconf", "nexthop", "nsid"),
+		c("timeout", "1", "bridge", "monitor"),
+		c("timeout", "1", "tc", "monitor"),
 		downOnly("ip", "addr", "show"),
 		downOnly("ip", "-6", "addr", "show"),
 		downOnly("ip", "route", "show"),
