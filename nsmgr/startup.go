@@ -148,7 +148,11 @@ func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDu
 		_, d.err = rtnl.DecodeNeighDump(m, strict)
 	case rtnl.RTM_GETNEXTHOP, rtnl.RTM_GETNEXTHOPBUCKET:
 		// rtm_dump_nexthop(), rtm_dump_nexthop_bucket(): no nexthop objects.
-		d.err = rtnl.CheckNexthopDump(m)
+		var id uint32
+		id, d.err = rtnl.CheckNexthopDump(m, typ == rtnl.RTM_GETNEXTHOPBUCKET)
+		if d.err == nil && id != 0 {
+			d.err = rtnl.Errno(syscall.ENOENT) // nexthop_find_by_id()
+		}
 	case rtnl.RTM_GETADDRLABEL:
 		// ip6addrlbl_dump(): the default policy table.
 		if d.err = rtnl.CheckAddrLabelDump(m, strict); d.err != nil {
@@ -393,7 +397,7 @@ func (ns *Namespace) startupGet(req *Request) *rtnl.Error {
 		return nil
 	case rtnl.RTM_GETNEIGH:
 		if family == rtnl.AF_BRIDGE {
-			break // rtnl_fdb_get(): not emulated
+			return ns.fdbGet(m)
 		}
 		// neigh_get(): there are no entries to find.
 		g, err := rtnl.DecodeNeighGet(m)
@@ -461,6 +465,45 @@ func (ns *Namespace) startupGet(req *Request) *rtnl.Error {
 		return nil
 	}
 	return rtnl.Errno(syscall.EOPNOTSUPP)
+}
+
+// fdbGet is rtnl_fdb_get() in a namespace without bridges: lo is no
+// bridge port, and its ops have no ndo_fdb_get.
+func (ns *Namespace) fdbGet(m *rtnl.Message) *rtnl.Error {
+	g, err := rtnl.DecodeFdbGet(m)
+	if err != nil {
+		return err
+	}
+	hasPort := false
+	if g.PortIdx != 0 {
+		if !ns.hasDevice(g.PortIdx) {
+			return rtnl.Errorf(syscall.ENODEV, "Unknown device ifindex")
+		}
+		hasPort = true
+	}
+	hasMaster := false
+	if g.MasterIdx != 0 {
+		if hasPort {
+			return rtnl.Errorf(syscall.EINVAL, "Master and device are mutually exclusive")
+		}
+		if !ns.hasDevice(g.MasterIdx) {
+			return rtnl.Errorf(syscall.EINVAL, "Invalid master ifindex")
+		}
+		hasMaster = true
+	}
+	const ntfSelf, ntfMaster = 0x02, 0x04
+	if hasPort {
+		if g.Flags == 0 || g.Flags&ntfMaster != 0 {
+			return rtnl.Errorf(syscall.EINVAL, "Device is not a bridge port")
+		}
+		if g.Flags&ntfSelf == 0 {
+			return rtnl.Errorf(syscall.EINVAL, "Missing NTF_SELF")
+		}
+	}
+	if !hasPort && !hasMaster {
+		return rtnl.Errorf(syscall.ENODEV, "No device specified")
+	}
+	return rtnl.Errorf(syscall.EOPNOTSUPP, "Fdb get operation not supported by device")
 }
 
 // msgDump is a dump whose messages are built up front (the startup dumps

@@ -266,6 +266,59 @@ func DecodeNeighGet(m *Message) (NeighGet, *Error) {
 	return g, nil
 }
 
+// FdbGet is an AF_BRIDGE RTM_GETNEIGH for one FDB entry
+// (valid_fdb_get_strict()).
+type FdbGet struct {
+	Flags     uint8 // NTF_SELF, NTF_MASTER
+	PortIdx   int32 // ndm_ifindex
+	MasterIdx int32 // NDA_MASTER
+	HasAddr   bool  // NDA_LLADDR
+}
+
+// DecodeFdbGet is valid_fdb_get_strict(), which rtnl_fdb_get() applies
+// whatever the socket's strict checking.
+func DecodeFdbGet(m *Message) (FdbGet, *Error) {
+	var g FdbGet
+	b := m.Data
+	if len(b) < ndmsgLen {
+		return g, Errorf(syscall.EINVAL, "Invalid header for fdb get request")
+	}
+	if b[1] != 0 || ne.Uint16(b[2:]) != 0 || ne.Uint16(b[8:]) != 0 || b[11] != 0 {
+		return g, Errorf(syscall.EINVAL, "Invalid values in header for fdb get request")
+	}
+	const ntfSelf, ntfMaster = 0x02, 0x04
+	if b[10]&^(ntfSelf|ntfMaster) != 0 {
+		return g, Errorf(syscall.EINVAL, "Invalid flags in header for fdb get request")
+	}
+	g.Flags, g.PortIdx = b[10], int32(ne.Uint32(b[4:]))
+	it := attrsOf(m, ndmsgLen)
+	for {
+		a, ok := it.next()
+		if !ok {
+			break
+		}
+		const ndaLLAddr, ndaVlan, ndaVni = 2, 5, 7
+		switch a.typ {
+		case nda_MASTER:
+			if len(a.data) >= 4 {
+				g.MasterIdx = int32(ne.Uint32(a.data))
+			}
+		case ndaLLAddr:
+			if len(a.data) != 6 {
+				return g, Errorf(syscall.EINVAL, "Invalid address in fdb get request")
+			}
+			g.HasAddr = true
+		case ndaVlan, ndaVni:
+		default:
+			return g, Errorf(syscall.EINVAL, "Unsupported attribute in fdb get request")
+		}
+	}
+	if !g.HasAddr {
+		return g, Errorf(syscall.EINVAL, "Missing lookup address for fdb get request")
+	}
+	return g, nil
+}
+
 // Netconf attributes (include/uapi/linux/netconf.h).
 const (
 	netconfaIfindex                  = 1
@@ -371,30 +424,61 @@ const (
 	nhaFDB    = 11
 )
 
-// CheckNexthopDump is nh_valid_dump_req() (rtm_dump_nexthop(), also for
-// the bucket dump): always checked, strict or not.
-func CheckNexthopDump(m *Message) *Error {
+// CheckNexthopDump is nh_valid_dump_req() (rtm_dump_nexthop()) and, with
+// bucket, nh_valid_dump_bucket_req() (rtm_dump_nexthop_bucket()): checked
+// strict or not. The attributes are parsed first with the dump's policy
+// (nlmsg_parse() validates strictly: a type above the policy's maximum is
+// "Unknown attribute type", one without a policy entry "Unsupported
+// attribute"), then the device indexes, then the header. It returns the
+// bucket dump's NHA_ID (0: none).
+func CheckNexthopDump(m *Message, bucket bool) (uint32, *Error) {
 	if len(m.Data) < nhmsgLen {
-		return Errorf(syscall.EINVAL, errHeaderLength)
+		return 0, Errorf(syscall.EINVAL, errHeaderLength)
 	}
+	const (
+		nhaResBucket = 13
+		nhaOpFlags   = 14
+	)
+	maxType, allowed := uint16(nhaOpFlags), map[uint16]bool{nhaOIF: true, nhaGroups: true, nhaMaster: true, nhaFDB: true, nhaOpFlags: true}
+	if bucket {
+		maxType, allowed = nhaResBucket, map[uint16]bool{nhaID: true, nhaOIF: true, nhaMaster: true, nhaResBucket: true}
+	}
+	var id uint32
+	var idxErr *Error
 	it := attrsOf(m, nhmsgLen)
 	for {
 		a, ok := it.next()
 		if !ok {
 			break
 		}
+		switch {
+		case a.typ > maxType:
+			return 0, AttrError(syscall.EINVAL, "Unknown attribute type", a.off)
+		case !allowed[a.typ]:
+			return 0, AttrError(syscall.EINVAL, "Unsupported attribute", a.off)
+		}
 		switch a.typ {
+		case nhaID:
+			if len(a.data) >= 4 {
+				id = ne.Uint32(a.data)
+			}
 		case nhaOIF, nhaMaster:
-			if len(a.data) >= 4 && ne.Uint32(a.data) > 1<<31-1 {
+			if len(a.data) >= 4 && ne.Uint32(a.data) > 1<<31-1 && idxErr == nil {
 				msg := "Invalid device index"
 				if a.typ == nhaMaster {
 					msg = "Invalid master device index"
 				}
-				return Errorf(syscall.EINVAL, msg)
+				idxErr = Errorf(syscall.EINVAL, msg)
 			}
 		}
 	}
-	return checkNhmsg(m, "Invalid values in header for nexthop dump request")
+	if it.leftover() > 0 {
+		return 0, Errorf(syscall.EINVAL, "bytes leftover after parsing attributes")
+	}
+	if idxErr != nil {
+		return 0, idxErr
+	}
+	return id, checkNhmsg(m, "Invalid values in header for nexthop dump request")
 }
 
 // checkNhmsg refuses an nhmsg with protocol, scope, flags or the reserved
