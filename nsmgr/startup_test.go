@@ -213,3 +213,46 @@ func TestAddrLabelDefaultsMatchKernel(t *testing.T) {
 		t.Errorf("get ::1 = %v, want ::/96 label 3", got)
 	}
 }
+
+// TestStartupRequestsSurviveTruncation sends every startup request type,
+// dump and get, strict and not, with every body length up to 48 bytes of
+// a pattern that sets every header field: each must get an answer (a dump
+// or an error) without a panic, as the kernel's parsers cope with any
+// request.
+func TestStartupRequestsSurviveTruncation(t *testing.T) {
+	ns := startupNS(t)
+	types := []uint16{22, 26, 30, 38, 42, 46, 50, 58, 62, 74, 82, 86, 90, 94, 102, 106, 118}
+	pattern := make([]byte, 48)
+	for i := range pattern {
+		pattern[i] = byte(i*37 + 1)
+	}
+	var bodies [][]byte
+	for n := 1; n <= len(pattern); n++ {
+		bodies = append(bodies, pattern[:n], make([]byte, n))
+	}
+	// A clean header of each size, then one attribute of each type, of
+	// lengths 4 to 9 (short, exact and padded values).
+	for _, h := range []int{4, 8, 12, 16, 20} {
+		for at := uint16(0); at < 20; at++ {
+			for l := 4; l <= 9; l++ {
+				b := make([]byte, h, h+12)
+				b = binary.NativeEndian.AppendUint16(b, uint16(l))
+				b = binary.NativeEndian.AppendUint16(b, at)
+				b = append(b, pattern[:l-4]...)
+				bodies = append(bodies, b)
+			}
+		}
+	}
+	for _, typ := range types {
+		for _, b := range bodies {
+			for _, fam := range []byte{0, 2, 7, 10, 128} {
+				body := append([]byte{fam}, b[1:]...)
+				for _, dump := range []bool{false, true} {
+					for _, strict := range []bool{false, true} {
+						runStartup(t, ns, typ, dump, strict, body)
+					}
+				}
+			}
+		}
+	}
+}
