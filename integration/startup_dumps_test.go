@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nlemu/nlemu/integration/kernelns"
 )
 
 // Message types of the startup requests (include/uapi/linux/rtnetlink.h).
@@ -627,7 +629,7 @@ ndb.close()
 func TestPyroute2StartupMatchesKernel(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import pyroute2").Run(); err != nil {
-		t.Skipf("pyroute2 is not installed for %s (apt-get install python3-pyroute2): %v", py, err)
+		kernelns.Unavailable(t, "pyroute2 is not installed for %s (apt-get install python3-pyroute2): %v", py, err)
 	}
 	env := newIPCEnv(t)
 	k, n := env.pair(t)
