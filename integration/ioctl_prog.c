@@ -12,7 +12,7 @@
  * usage: ioctl_prog MODE
  *   read     every read-only request, on every socket family
  *   flags    SIOCSIFFLAGS lo up, read back, lo down, read back
- *   unpriv   drops its effective capabilities, then every set request
+ *   unpriv   becomes uid 65534 (no capabilities), then every set request
  *   escape   SIOCSIFFLAGS lo up on an AF_INET socket and SIOCADDRT
  *            127.1.2.0/24 dev lo: under the shim neither may reach the kernel
  *   unsup    requests nlemu has no feature for yet (addresses, routes, ARP,
@@ -36,11 +36,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <grp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/if_tun.h>
 #include <linux/if_vlan.h>
@@ -361,23 +361,16 @@ static void set_all(const struct fam *f, int fd)
 
 static void mode_unpriv(void)
 {
-	/* Drop every effective capability (uid stays 0, so the server's
-	 * socket stays reachable): the kernel's ns_capable(CAP_NET_ADMIN)
-	 * checks fail as for an unprivileged user. */
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	if (syscall(SYS_capget, &h, d) < 0) {
-		fprintf(stderr, "FAIL: capget: %s\n", strerror(errno));
-		exit(1);
-	}
-	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
-		d[i].effective = 0;
-	/* sockets first: AF_PACKET needs CAP_NET_RAW */
+	/* sockets first (AF_PACKET needs CAP_NET_RAW), then nobody's uid:
+	 * setuid() from root clears every capability, so the kernel's
+	 * ns_capable(CAP_NET_ADMIN) checks fail, and the nlemu server, which
+	 * decides privilege by the uid of the peer that connects, refuses
+	 * changes on the connections the shim opens from then on. */
 	int fds[NFAMS];
 	for (size_t i = 0; i < NFAMS; i++)
 		fds[i] = open_fam(&fams[i]);
-	if (syscall(SYS_capset, &h, d) < 0) {
-		fprintf(stderr, "FAIL: capset: %s\n", strerror(errno));
+	if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0) {
+		fprintf(stderr, "FAIL: setuid: %s\n", strerror(errno));
 		exit(1);
 	}
 	for (size_t i = 0; i < NFAMS; i++) {

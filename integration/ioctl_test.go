@@ -43,6 +43,16 @@ func newIoctlFixture(t *testing.T) *ioctlFixture {
 		kernelns.Unavailable(t, "iproute2 `ip` is not installed: the kernel is the oracle of these tests")
 	}
 	f := newShimFixture(t)
+	// ioctl_prog unpriv runs as nobody: it must reach the server's socket
+	// (0666) through the test's directories.
+	for d := f.dir; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()); d = filepath.Dir(d) {
+		if d == filepath.Clean(os.TempDir()) {
+			break
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	src := filepath.Join(f.dir, "ioctl_prog.c")
 	if err := os.WriteFile(src, ioctlProgSource, 0o644); err != nil {
 		t.Fatal(err)

@@ -83,13 +83,11 @@
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if_arp.h>
 #include <net/route.h>
 #include <netinet/in.h>
-#include <sys/syscall.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -2041,17 +2039,6 @@ EXPORT struct if_nameindex *if_nameindex(void)
  * here instead of failing with EFAULT.
  */
 
-/* has_net_admin: the kernel checks ns_capable(net->user_ns, CAP_NET_ADMIN)
- * before any change (EPERM); the shim checks the effective set. */
-static int has_net_admin(void)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capget, &h, d) < 0)
-		return 0;
-	return (d[CAP_NET_ADMIN / 32].effective >> (CAP_NET_ADMIN % 32)) & 1;
-}
 
 /* What one RTM_NEWLINK says about a device. */
 struct linfo {
@@ -2210,6 +2197,16 @@ static int setlink(int index, const char *name, unsigned flags, unsigned change,
 out:
 	real_close(fd);
 	return err;
+}
+
+/* has_net_admin: the kernel checks ns_capable(net->user_ns, CAP_NET_ADMIN)
+ * before any change (EPERM). Under nlemu the server decides who may change
+ * its namespaces (README, "Trust and safety"), and it answers EPERM to an
+ * unprivileged peer's change before looking at it: an RTM_SETLINK naming
+ * no device is EPERM for such a peer and EINVAL for a privileged one. */
+static int has_net_admin(void)
+{
+	return setlink(0, NULL, 0, 0, 0, NULL, 0) != EPERM;
 }
 
 /* set_prologue: CAP_NET_ADMIN, then the device (dev_ioctl() order). */
@@ -2504,13 +2501,14 @@ static int if_ioctl(int fam, unsigned r, void *arg)
 			return EOPNOTSUPP;
 		}
 	case SIOCSIFFLAGS: {
-		if (!has_net_admin())
-			return EPERM;
+		/* the server's RTM_SETLINK answers EPERM first */
 		char name[IFNAMSIZ];
 		memcpy(name, ifr->ifr_name, IFNAMSIZ);
 		name[IFNAMSIZ - 1] = 0;
 		char *colon = strchr(name, ':');
 		if (colon || !name[0]) {
+			if (!has_net_admin())
+				return EPERM;
 			/* dev_ioctl() looks the device up without the alias;
 			 * devinet_ioctl() then wants an address with that label
 			 * (nlemu has none) */
