@@ -2023,7 +2023,7 @@ EXPORT struct if_nameindex *if_nameindex(void)
  * routes, ARP entries, bridges, VLANs) with the errno the kernel gives for a
  * missing device or entry, or EOPNOTSUPP where the kernel would create one.
  * The order of the checks is the kernel's: the family's handler first (its
- * ENOTTY for requests of another family), then CAP_NET_ADMIN (EPERM) for a
+ * ENOTTY for requests of another family), then privilege (EPERM) for a
  * request that changes something, then the device (ENODEV).
  *
  * The tun/tap requests of linux/if_tun.h (TUNSETIFF, ... : type 'T', numbers
