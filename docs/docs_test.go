@@ -149,9 +149,9 @@ func TestReadmeListsExactlyImportedDeps(t *testing.T) {
 	}
 }
 
-// TestDocsStandAlone: the README and docs/ pointed readers at
-// ../shared/..., a directory outside this repository that users do not
-// have. Every relative link and path they mention must be inside the
+// TestDocsStandAlone: the README and docs/ pointed readers at the team's
+// notes directory beside the checkout, outside this repository, which users
+// do not have. Every relative link and path they mention must be inside the
 // repository and exist.
 func TestDocsStandAlone(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)

@@ -211,6 +211,12 @@ func (s *ipcSide) runIn(dir string, stdin []byte, args ...string) ipcResult {
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
+	return ipcWait(ctx, cmd)
+}
+
+// ipcWait runs cmd, made with ctx, to its end and collects its output, exit
+// code and what went wrong with the run itself.
+func ipcWait(ctx context.Context, cmd *exec.Cmd) ipcResult {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second

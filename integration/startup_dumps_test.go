@@ -23,14 +23,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -468,26 +466,7 @@ func sdRun(s *ipcSide, tool string, args ...string) ipcResult {
 		full := append([]string{s.env.nlemu, "exec", "--socket", s.env.sock, "-n", s.ns, "--", tool}, args...)
 		cmd = s.guard.command(ctx, s.env.ip, full...)
 	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	r := ipcResult{Stdout: out.Bytes(), Stderr: errb.Bytes()}
-	if ctx.Err() != nil {
-		r.Problem = fmt.Sprintf("still running after %v, killed (hang)", ipcTimeout)
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.Code = ipcExitCode(cmd.ProcessState)
-	default:
-		if r.Problem == "" {
-			r.Problem = err.Error()
-		}
-		r.Code = -1
-	}
-	return r
+	return ipcWait(ctx, cmd)
 }
 
 // TestStartupShowCommandsMatchKernel runs the show commands of iproute2's
