@@ -216,6 +216,24 @@ func (q *queue) next() (b []byte, errno syscall.Errno, gen uint64, ok bool) {
 func (q *queue) sent(isErr bool, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.sentLocked(isErr, n)
+}
+
+// transmit writes b (what next returned) into the transport with write, a
+// non-blocking send, and records it as sent, both under q.mu: a settle in
+// between would see the datagram among the transport's unread bytes with
+// no flight for it, and take an older flight for unread.
+func (q *queue) transmit(isErr bool, b []byte, write func([]byte) error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	err := write(b)
+	if err == nil {
+		q.sentLocked(isErr, len(b))
+	}
+	return err
+}
+
+func (q *queue) sentLocked(isErr bool, n int) {
 	size := 0
 	if isErr {
 		q.err = 0

@@ -190,9 +190,12 @@ func (w *unixWriter) drain() bool {
 		} else {
 			b = w.c.wireForm(b)
 		}
-		err := w.write(b)
+		err := w.c.q.transmit(errno != 0, b, w.write)
 		if err == unix.EAGAIN && !w.watching {
-			_, err = w.uc.Write(b) // no wakeups to wait for: block
+			// No wakeups to wait for: block (outside q.mu).
+			if _, err = w.uc.Write(b); err == nil {
+				w.c.q.sent(errno != 0, len(b))
+			}
 		}
 		switch err {
 		case nil:
@@ -207,7 +210,6 @@ func (w *unixWriter) drain() bool {
 			w.c.close()
 			return false
 		}
-		w.c.q.sent(errno != 0, len(b))
 		w.c.afterRead(0)
 	}
 }
