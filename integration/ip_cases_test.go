@@ -124,6 +124,39 @@ var ipcShowCommands = []struct {
 	{args: []string{"-6", "rule", "save"}, render: ipcSaveLines, save: true},
 }
 
+// ipcRouteShowCommands are compared, after ipcShowCommands, after every case
+// whose name has one of ipcRouteCasePrefixes: the routes of every table in
+// both families (an AF_UNSPEC dump for the plain form, so IPv6 routes follow
+// the IPv4 ones as on the kernel), with -d (type, table, protocol and scope
+// always printed) and -j, and the binary save streams.
+var ipcRouteShowCommands = []struct {
+	args   []string
+	render func([]byte) []string
+	save   bool
+}{
+	{args: []string{"route", "show", "table", "all"}},
+	{args: []string{"-6", "route", "show", "table", "all"}},
+	{args: []string{"-d", "route", "show", "table", "all"}},
+	{args: []string{"-6", "-d", "route", "show", "table", "all"}},
+	{args: []string{"-j", "route", "show", "table", "all"}, render: ipcJSONLines},
+	{args: []string{"-6", "-d", "-j", "route", "show", "table", "all"}, render: ipcJSONLines},
+	{args: []string{"-4", "route", "save", "table", "all"}, render: ipcSaveLines, save: true},
+	{args: []string{"-6", "route", "save", "table", "all"}, render: ipcSaveLines, save: true},
+}
+
+// ipcRouteCasePrefixes name the cases that also compare ipcRouteShowCommands.
+var ipcRouteCasePrefixes = []string{"route_", "routeget_", "link_", "addr_"}
+
+// ipcComparesRoutes reports whether case name compares ipcRouteShowCommands.
+func ipcComparesRoutes(name string) bool {
+	for _, p := range ipcRouteCasePrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func ipcCaseFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("testdata", "ipcases", "*.batch"))
@@ -182,13 +215,18 @@ func ipcRunCase(t *testing.T, env *ipcEnv, c *ipcCase) {
 			t.Errorf("CASE FILE: a command fails on the kernel; add %q if that is intended", ipcDirExpectFail)
 		}
 	}
-	ipcCompareState(t, kernel, nlemu)
+	ipcCompareState(t, kernel, nlemu, c.name)
 }
 
-// ipcCompareState compares the output of ipcShowCommands on both sides.
-func ipcCompareState(t *testing.T, kernel, nlemu *ipcSide) {
+// ipcCompareState compares the output of ipcShowCommands on both sides, and
+// of ipcRouteShowCommands for the cases ipcComparesRoutes names.
+func ipcCompareState(t *testing.T, kernel, nlemu *ipcSide, name string) {
 	t.Helper()
-	for _, sc := range ipcShowCommands {
+	cmds := ipcShowCommands
+	if ipcComparesRoutes(name) {
+		cmds = append(slices.Clone(cmds), ipcRouteShowCommands...)
+	}
+	for _, sc := range cmds {
 		k := kernel.run(nil, sc.args...)
 		n := nlemu.run(nil, sc.args...)
 		if sc.save {
@@ -228,7 +266,7 @@ func TestIPCasesOneByOne(t *testing.T) {
 					}
 				}
 			}
-			ipcCompareState(t, kernel, nlemu)
+			ipcCompareState(t, kernel, nlemu, c.name)
 		})
 	}
 }
