@@ -47,7 +47,8 @@ func deliverGroup(l Listener, b []byte, group uint32) {
 // Namespace is one emulated network namespace.
 type Namespace struct {
 	name  string
-	rules []*rulesops.Ops // AF_UNSPEC dump order: 2, 128, 129, 10
+	cfg   *rulesops.Config // the server's RTNL and its mode
+	rules []*rulesops.Ops  // AF_UNSPEC dump order: 2, 128, 129, 10
 	v4    *fib.Tables
 	v6    *fib.Tables
 	devs  *netdev.Devices
@@ -58,7 +59,7 @@ type Namespace struct {
 }
 
 func newNamespace(name string, cfg *rulesops.Config) *Namespace {
-	ns := &Namespace{name: name, v4: fib.NewIPv4(), v6: fib.NewIPv6(), devs: netdev.New(), subs: map[Listener]uint64{}}
+	ns := &Namespace{name: name, cfg: cfg, v4: fib.NewIPv4(), v6: fib.NewIPv6(), devs: netdev.New(), subs: map[Listener]uint64{}}
 	for _, id := range rulesops.Families() {
 		env := rulesops.Env{Config: cfg, Devices: ns.devs}
 		switch id {
@@ -152,59 +153,10 @@ type Dumper interface {
 	Err() *rtnl.Error
 }
 
-// Do handles one request (rtnetlink_rcv_msg()). It returns a Dumper when the
-// request started a dump (no ACK follows), or the outcome to acknowledge: an
-// error, or nil; an *rtnl.Error with Errno 0 is a success carrying a
-// warning for the ACK.
-func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
-	m := req.Msg
-	typ := uint16(m.Header.Type)
-	if typ > rtnl.RTM_MAX {
-		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
-	}
-	// "All the messages must have at least 1 byte length".
-	if len(m.Data) < 1 {
-		return nil, nil
-	}
-	isGet := (typ-16)&3 == 2
-	// rtnetlink_rcv_msg(): every kind but GET needs CAP_NET_ADMIN, checked
-	// after the length and before the family or the handler is looked up.
-	if !isGet && req.ReadOnly {
-		return nil, rtnl.Errno(syscall.EPERM)
-	}
-	if isGet && uint16(m.Header.Flags)&rtnl.NLM_F_DUMP != 0 {
-		switch typ {
-		case rtnl.RTM_GETRULE:
-			return ns.dumpRules(req), nil
-		case rtnl.RTM_GETLINK:
-			return ns.dumpLinks(req), nil
-		}
-		// Addresses, routes, neighbours, netconf, ... (startup.go).
-		return ns.startupDump(req)
-	}
-	switch typ {
-	case rtnl.RTM_NEWRULE, rtnl.RTM_DELRULE:
-		return nil, ns.changeRule(req)
-	case rtnl.RTM_GETLINK:
-		return nil, ns.getLink(req)
-	case rtnl.RTM_NEWLINK, rtnl.RTM_SETLINK:
-		return nil, ns.setLink(req)
-	case rtnl.RTM_GETNSID:
-		// rtnl_net_getid(): nlemu namespaces have no ids for kernel netns
-		// files, so every peer is "not assigned" (-1), as for a namespace
-		// the kernel has not numbered (`ip monitor` asks for each one).
-		if req.Self != nil {
-			var body [4]byte
-			nsid := []byte{8, 0, 1, 0, 0xff, 0xff, 0xff, 0xff} // NETNSA_NSID = -1
-			req.Self.Deliver(rtnl.AppendMessage(nil, rtnl.RTM_NEWNSID, 0, m.Header.Sequence, req.PortID, body[:], nsid))
-		}
-		return nil, nil
-	}
-	return nil, ns.startupGet(req)
-}
-
 // changeRule is fib_nl_newrule() / fib_nl_delrule() up to the notification.
 func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
+	// fib_nl_newrule() and fib_nl_delrule() are registered for AF_UNSPEC
+	// (any family reaches them) and look the family up themselves.
 	m := req.Msg
 	var rmv rtnl.RuleMsg
 	rm := &rmv

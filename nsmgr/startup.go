@@ -49,36 +49,43 @@ var startupFamilies = map[uint16]struct {
 	rtnl.RTM_GETMDB:           {families: []uint8{rtnl.AF_BRIDGE}},
 }
 
-// startupDump answers a dump request of a type above (the kernel's
-// rtnetlink_rcv_msg() dispatch), or EOPNOTSUPP.
-func (ns *Namespace) startupDump(req *Request) (Dumper, *rtnl.Error) {
-	typ := uint16(req.Msg.Header.Type)
-	reg, ok := startupFamilies[typ]
-	if !ok {
-		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
-	}
-	family := req.Msg.Data[0]
-	d := &msgDump{}
-	for _, f := range reg.families {
-		if f == family {
-			ns.dumpFamily(req, typ, f, d)
-			return d, nil
-		}
-	}
-	switch {
-	case reg.unspecAll:
-		// rtnl_dump_all(): every family in order, until one fails.
+// startupRows turns startupFamilies into dispatch rows: each family's own
+// dumpit, the AF_UNSPEC rtnl_dump_all() or own dumpit, and the doits
+// startupGet answers.
+func startupRows() []row {
+	var rows []row
+	for typ, reg := range startupFamilies {
 		for _, f := range reg.families {
-			if ns.dumpFamily(req, typ, f, d); d.err != nil {
-				break
-			}
+			rows = append(rows, row{family: f, typ: typ, dumpit: startupDumpit(f, typ)})
 		}
-	case reg.unspecOwn:
-		ns.dumpFamily(req, typ, rtnl.AF_UNSPEC, d)
-	default:
-		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+		switch {
+		case reg.unspecAll:
+			rows = append(rows, row{family: rtnl.AF_UNSPEC, typ: typ, flags: dumpAll})
+		case reg.unspecOwn:
+			rows = append(rows, row{family: rtnl.AF_UNSPEC, typ: typ, dumpit: startupDumpit(rtnl.AF_UNSPEC, typ)})
+		}
 	}
-	return d, nil
+	// The doits startupGet answers: inet_netconf_get_devconf() and
+	// inet6_netconf_get_devconf(), neigh_get() and the bridge's
+	// rtnl_fdb_get(), rtm_get_nexthop(), ip6addrlbl_get(), rtnl_stats_get().
+	for _, k := range []dispatchKey{
+		{rtnl.RTM_GETNETCONF, rtnl.AF_INET}, {rtnl.RTM_GETNETCONF, rtnl.AF_INET6},
+		{rtnl.RTM_GETNEIGH, rtnl.AF_UNSPEC}, {rtnl.RTM_GETNEIGH, rtnl.AF_BRIDGE},
+		{rtnl.RTM_GETNEXTHOP, rtnl.AF_UNSPEC}, {rtnl.RTM_GETADDRLABEL, rtnl.AF_INET6},
+		{rtnl.RTM_GETSTATS, rtnl.AF_UNSPEC},
+	} {
+		rows = append(rows, row{family: k.family, typ: k.typ, doit: (*Namespace).startupGet})
+	}
+	return rows
+}
+
+// startupDumpit is the dumpit of family for typ: dumpFamily into a batch.
+func startupDumpit(family uint8, typ uint16) dumpitFunc {
+	return func(ns *Namespace, req *Request) (Dumper, *rtnl.Error) {
+		d := &msgDump{}
+		ns.dumpFamily(req, typ, family, d)
+		return d, nil
+	}
 }
 
 // dumpFamily runs one family's dumpit of typ into d.

@@ -83,3 +83,13 @@ func (m Mode) String() string {
 	}
 	return "first-ipv4"
 }
+
+// Held reports whether someone holds RTNL, for the "must hold RTNL"
+// assertions of tests (the kernel's ASSERT_RTNL()). It cannot tell who.
+func (l *RTNL) Held() bool {
+	if l.mu.TryLock() {
+		l.mu.Unlock()
+		return false
+	}
+	return true
+}
