@@ -7,7 +7,12 @@ package nsmgr
 // falls back to the AF_UNSPEC row, as rtnl_get_link() does; a type with no
 // row at all is EOPNOTSUPP.
 //
-// To add a handler, add a row to rtnlTable (one line per (family, type)).
+// To add a handler, add a row to rtnlTable (one line per (family, type)); a
+// (family, type) may have two rows, one with the doit and one with the
+// dumpit. A family whose dump startup.go answers today (startupFamilies)
+// leaves that list when it gets its own dumpit row; the AF_UNSPEC
+// rtnl_dump_all() row then runs the new one, in family order. Rows with
+// lockRTNL run with RTNL held: their handlers must not take it again.
 
 import (
 	"syscall"
