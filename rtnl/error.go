@@ -29,6 +29,15 @@ func (e *Error) Error() string {
 	return e.Errno.Error()
 }
 
+// Unwrap returns the errno, so errors.Is(err, unix.EEXIST) holds for an
+// *Error carrying EEXIST; a success-with-warning (Errno 0) wraps nothing.
+func (e *Error) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
+
 // Errorf returns an *Error with errno and extack text msg.
 func Errorf(errno syscall.Errno, msg string) *Error { return &Error{Errno: errno, Msg: msg} }
 
