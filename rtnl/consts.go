@@ -190,3 +190,160 @@ const (
 
 // Route protocols used by default rules.
 const RTPROT_KERNEL = 2
+
+// Route message types not listed above (include/uapi/linux/rtnetlink.h).
+const RTM_DELROUTE = 25
+
+// Route attributes (enum rtattr_type_t).
+const (
+	RTA_UNSPEC = iota
+	RTA_DST
+	RTA_SRC
+	RTA_IIF
+	RTA_OIF
+	RTA_GATEWAY
+	RTA_PRIORITY
+	RTA_PREFSRC
+	RTA_METRICS
+	RTA_MULTIPATH
+	RTA_PROTOINFO
+	RTA_FLOW
+	RTA_CACHEINFO
+	RTA_SESSION
+	RTA_MP_ALGO
+	RTA_TABLE
+	RTA_MARK
+	RTA_MFC_STATS
+	RTA_VIA
+	RTA_NEWDST
+	RTA_PREF
+	RTA_ENCAP_TYPE
+	RTA_ENCAP
+	RTA_EXPIRES
+	RTA_PAD
+	RTA_UID
+	RTA_TTL_PROPAGATE
+	RTA_IP_PROTO
+	RTA_SPORT
+	RTA_DPORT
+	RTA_NH_ID
+	RTA_FLOWLABEL
+	RTA_MAX = RTA_FLOWLABEL
+)
+
+// Route types (RTN_*).
+const (
+	RTN_UNSPEC = iota
+	RTN_UNICAST
+	RTN_LOCAL
+	RTN_BROADCAST
+	RTN_ANYCAST
+	RTN_MULTICAST
+	RTN_BLACKHOLE
+	RTN_UNREACHABLE
+	RTN_PROHIBIT
+	RTN_THROW
+	RTN_NAT
+	RTN_XRESOLVE
+	RTN_MAX = RTN_XRESOLVE
+)
+
+// Route scopes (enum rt_scope_t).
+const (
+	RT_SCOPE_UNIVERSE = 0
+	RT_SCOPE_SITE     = 200
+	RT_SCOPE_LINK     = 253
+	RT_SCOPE_HOST     = 254
+	RT_SCOPE_NOWHERE  = 255
+)
+
+// Route protocols (RTPROT_*) besides RTPROT_KERNEL.
+const (
+	RTPROT_UNSPEC   = 0
+	RTPROT_REDIRECT = 1
+	RTPROT_BOOT     = 3
+	RTPROT_STATIC   = 4
+	RTPROT_RA       = 9
+	RTPROT_DHCP     = 16
+)
+
+// Route metrics, nested in RTA_METRICS (RTAX_*).
+const (
+	RTAX_UNSPEC = iota
+	RTAX_LOCK
+	RTAX_MTU
+	RTAX_WINDOW
+	RTAX_RTT
+	RTAX_RTTVAR
+	RTAX_SSTHRESH
+	RTAX_CWND
+	RTAX_ADVMSS
+	RTAX_REORDERING
+	RTAX_HOPLIMIT
+	RTAX_INITCWND
+	RTAX_FEATURES
+	RTAX_RTO_MIN
+	RTAX_INITRWND
+	RTAX_QUICKACK
+	RTAX_CC_ALGO
+	RTAX_FASTOPEN_NO_COOKIE
+	RTAX_MAX = RTAX_FASTOPEN_NO_COOKIE
+)
+
+// RTAX_FEATURES bits (RTAX_FEATURE_*); RTAX_FEATURE_MASK is what
+// ip_metrics_convert() accepts.
+const (
+	RTAX_FEATURE_ECN         = 1 << 0
+	RTAX_FEATURE_SACK        = 1 << 1
+	RTAX_FEATURE_TIMESTAMP   = 1 << 2
+	RTAX_FEATURE_ALLFRAG     = 1 << 3
+	RTAX_FEATURE_TCP_USEC_TS = 1 << 4
+	RTAX_FEATURE_MASK        = RTAX_FEATURE_ECN | RTAX_FEATURE_SACK | RTAX_FEATURE_TIMESTAMP | RTAX_FEATURE_ALLFRAG | RTAX_FEATURE_TCP_USEC_TS
+)
+
+// Nexthop flags (RTNH_F_*), in rtnexthop.rtnh_flags and the low byte of
+// rtm_flags.
+const (
+	RTNH_F_DEAD       = 0x1
+	RTNH_F_PERVASIVE  = 0x2
+	RTNH_F_ONLINK     = 0x4
+	RTNH_F_OFFLOAD    = 0x8
+	RTNH_F_LINKDOWN   = 0x10
+	RTNH_F_UNRESOLVED = 0x20
+	RTNH_F_TRAP       = 0x40
+)
+
+// rtm_flags bits (RTM_F_*).
+const (
+	RTM_F_NOTIFY         = 0x100
+	RTM_F_CLONED         = 0x200
+	RTM_F_EQUALIZE       = 0x400
+	RTM_F_PREFIX         = 0x800
+	RTM_F_LOOKUP_TABLE   = 0x1000
+	RTM_F_FIB_MATCH      = 0x2000
+	RTM_F_OFFLOAD        = 0x4000
+	RTM_F_TRAP           = 0x8000
+	RTM_F_OFFLOAD_FAILED = 0x20000000
+)
+
+// Route multicast groups.
+const (
+	RTNLGRP_IPV4_ROUTE = 7
+	RTNLGRP_IPV6_ROUTE = 11
+)
+
+// Policy types used in NLMSGERR_ATTR_POLICY besides those above.
+const (
+	NL_ATTR_TYPE_U64    = 5
+	NL_ATTR_TYPE_BINARY = 10
+	NL_ATTR_TYPE_NESTED = 13
+)
+
+// RtmsgLen is sizeof(struct rtmsg).
+const RtmsgLen = 12
+
+// RtnexthopLen is sizeof(struct rtnexthop).
+const RtnexthopLen = 8
+
+// CacheInfoLen is sizeof(struct rta_cacheinfo).
+const CacheInfoLen = 32

@@ -184,6 +184,8 @@ func policyNest(p policy) []byte {
 		def := map[policyKind]uint64{polU8: 0xff, polU16: 0xffff, polU32: 0xffffffff, polU64: ^uint64(0)}[p.kind]
 		ae.Uint64(NL_POLICY_TYPE_ATTR_MIN_VALUE_U, 0)
 		ae.Uint64(NL_POLICY_TYPE_ATTR_MAX_VALUE_U, umax(def))
+	case polNested:
+		typ = NL_ATTR_TYPE_NESTED
 	default:
 		return nil
 	}
