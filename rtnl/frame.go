@@ -191,6 +191,11 @@ func AppendDoneFlags(dst []byte, seq, portid uint32, err *Error, extAck bool, an
 			if err.Offset != 0 {
 				ae.Uint32(NLMSGERR_ATTR_OFFS, err.Offset)
 			}
+			if err.Policy != nil {
+				// netlink_ack_tlv_fill() as for acks: a policy
+				// violation in a dump request describes the policy.
+				ae.Bytes(NLMSGERR_ATTR_POLICY|nlaFNested, err.Policy)
+			}
 			tlv, _ = ae.Encode()
 		}
 	}

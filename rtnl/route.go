@@ -891,3 +891,25 @@ func appendNexthop(dst []byte, fam uint8, h *Nexthop) []byte {
 	ne.PutUint16(dst[at:], uint16(len(dst)-at))
 	return dst
 }
+
+// DecodeRoute decodes a route message as a client reads a reply or a
+// notification: the rtmsg and every attribute, without a policy (types
+// above RTA_MAX are skipped). It fails only on a body shorter than struct
+// rtmsg.
+func DecodeRoute(m *Message) (*RouteMsg, *Error) {
+	if len(m.Data) < RtmsgLen {
+		return nil, Errno(syscall.EINVAL)
+	}
+	r := new(RouteMsg)
+	r.decodeHeader(m.Data)
+	for it := (attrIter{b: r.attrs, base: routeAttrBase}); ; {
+		a, ok := it.next()
+		if !ok {
+			break
+		}
+		if a.typ != 0 && a.typ <= RTA_MAX {
+			r.decodeAttr(a)
+		}
+	}
+	return r, nil
+}
