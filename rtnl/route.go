@@ -555,7 +555,8 @@ func decodeMetrics(b []byte) Metrics {
 // algorithm", "Unknown flag set in feature mask in metrics attribute") and
 // clamps (advmss ≤ 65495, mtu ≤ 65520, hoplimit ≤ 255). ccKnown says
 // whether a congestion control name exists (tcp_ca_get_key_by_name()); nil
-// accepts none. Metrics with value 0 stay present (the kernel stores 0,
+// means the algorithms built into the reference kernel (reno, cubic, bbr:
+// its tcp_available_congestion_control). Metrics with value 0 stay present (the kernel stores 0,
 // which replies then omit).
 func (r *RouteMsg) ConvertMetrics(ccKnown func(string) bool) (Metrics, *Error) {
 	var x Metrics
@@ -578,7 +579,10 @@ func (r *RouteMsg) ConvertMetrics(ccKnown func(string) bool) (Metrics, *Error) {
 			if n := len(name); n > tcpCANameMax-1 {
 				name = name[:tcpCANameMax-1] // nla_strscpy() into char[16]
 			}
-			if ccKnown == nil || !ccKnown(name) {
+			if ccKnown == nil {
+				ccKnown = builtinCC
+			}
+			if !ccKnown(name) {
 				return x, Errorf(syscall.EINVAL, "Unknown tcp congestion algorithm")
 			}
 			x.Set |= 1 << RTAX_CC_ALGO
@@ -602,6 +606,8 @@ func (r *RouteMsg) ConvertMetrics(ccKnown func(string) bool) (Metrics, *Error) {
 		x.Put(t, v)
 	}
 }
+
+func builtinCC(name string) bool { return name == "reno" || name == "cubic" || name == "bbr" }
 
 // tcpCANameMax is TCP_CA_NAME_MAX.
 const tcpCANameMax = 16

@@ -156,3 +156,54 @@ func TestRouteGoldenDecodeErrors(t *testing.T) {
 		t.Errorf("only %d error cases", n)
 	}
 }
+
+// TestRouteGoldenMetrics replays the recorded RTA_METRICS requests through
+// ConvertMetrics (ip_metrics_convert()): failures must produce the
+// kernel's ack byte for byte; successes ("-ok") must store what the
+// kernel's following fibmatch reply ("-show") reports, clamps included
+// (TestMetricsClampQuirk covers the clamps alone).
+func TestRouteGoldenMetrics(t *testing.T) {
+	cs := loadGolden(t)
+	n := 0
+	for i, c := range cs {
+		if !strings.HasPrefix(c.name, "met-") || strings.HasSuffix(c.name, "-show") {
+			continue
+		}
+		n++
+		m := &SplitDatagram(c.req)[0]
+		r, err := DecodeRouteRequest(m)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", c.name, err)
+		}
+		x, err := r.ConvertMetrics(nil)
+		if !strings.HasSuffix(c.name, "-ok") {
+			if err == nil {
+				t.Errorf("%s: converted; kernel refused", c.name)
+				continue
+			}
+			kern := c.reps[0]
+			got := AppendAck(nil, m, SplitDatagram(kern)[0].Header.PID, err, AckOptions{ExtAck: true})
+			if d := cmp.Diff(hex.EncodeToString(kern), hex.EncodeToString(got)); d != "" {
+				t.Errorf("%s: ack differs (-kernel +ours):\n%s", c.name, d)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v; kernel accepted", c.name, err)
+			continue
+		}
+		if i+1 >= len(cs) || !strings.HasSuffix(cs[i+1].name, "-show") {
+			continue
+		}
+		shown, derr := DecodeRoute(&SplitDatagram(cs[i+1].reps[0])[0])
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		if d := cmp.Diff(appendMetrics(nil, &shown.Metrics), appendMetrics(nil, &x)); d != "" {
+			t.Errorf("%s: stored metrics differ (-kernel +ours):\n%s", c.name, d)
+		}
+	}
+	if n < 8 {
+		t.Errorf("only %d metrics cases", n)
+	}
+}

@@ -164,6 +164,20 @@ CASES = [
     ('err-dump4-table-short', 1, dump(AF4, nla(TABLE, b'\x01\x00'))),
     ('err-dump4-oif-unknown', 1, dump(AF4, nla(OIF, u32(999)))),
     ('err-dump4-legacy-hdr-ok', 0, dump(AF4, nla(PRIO, u32(1)), dst_len=8, scope=9)),
+    # ip_metrics_convert() (RouteMsg.ConvertMetrics): otherwise valid routes
+    # whose metrics fail, then one that succeeds with clamped values and the
+    # fibmatch get that shows what the kernel stored.
+    ('met-type-big', 0, new4(D4, nla(OIF, u32(3)), nla(METRICS, nla(2, u32(1400)) + nla(18, u32(1))))),
+    ('met-type-big-v6', 0, new6(nla(DST, a6('2001:db8:f0::')), nla(OIF, u32(3)), nla(METRICS, nla(18, u32(1))), tos=0)),
+    ('met-short', 0, new4(D4, nla(OIF, u32(3)), nla(METRICS, nla(2, u32(1400)) + nla(8, b'\x01\x02')))),
+    ('met-long', 0, new4(D4, nla(OIF, u32(3)), nla(METRICS, nla(2, b'\x01\x02\x00\x00\x00\x00\x00\x00')))),
+    ('met-cc-unknown', 0, new4(D4, nla(OIF, u32(3)), nla(METRICS, nla(16, b'nosuch\0')))),
+    ('met-features', 0, new4(D4, nla(OIF, u32(3)), nla(METRICS, nla(12, u32(0x100))))),
+    ('met-type0-ok', 0, new4(nla(DST, a4('10.222.0.0')), nla(OIF, u32(3)), nla(METRICS, nla(0, u32(5)) + nla(2, u32(1500))))),
+    ('met-clamp-ok', 0, new4(nla(DST, a4('10.221.0.0')), nla(OIF, u32(3)), nla(METRICS, nla(2, u32(70000)) + nla(8, u32(70000)) + nla(10, u32(300)) + nla(16, b'cubic\0') + nla(12, u32(1)) + nla(3, u32(0))))),
+    ('met-clamp-show', 1, get(AF4, nla(DST, a4('10.221.1.1')), dst_len=32, flags=0x3000)),
+    ('met-clamp6-ok', 0, new6(nla(DST, a6('2001:db8:f1::')), nla(OIF, u32(3)), nla(METRICS, nla(2, u32(70000)) + nla(10, u32(300)) + nla(16, b'bbr')), tos=0)),
+    ('met-clamp6-show', 1, get(AF6, nla(DST, a6('2001:db8:f1::1')), dst_len=128, flags=0x2000)),
 ]
 
 
