@@ -3,6 +3,7 @@ module github.com/nlemu/nlemu
 go 1.26.8
 
 require (
+	github.com/gaissmai/bart v0.30.0
 	github.com/google/go-cmp v0.7.0
 	github.com/mdlayher/netlink v1.11.2
 	github.com/schollz/progressbar/v3 v3.19.1

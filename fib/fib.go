@@ -1,67 +1,125 @@
-// Package fib holds a namespace's routing tables. For now it keeps the
-// table registry per family (which table ids exist), the IPv4 local/main
-// merge state and its unmerge (fib_unmerge()), which policy rules need.
-// Routes and lookups come with their own issue.
+// Package fib holds a namespace's routing tables, one Tables per family:
+// the registry of existing tables, the routes in each (an immutable
+// github.com/gaissmai/bart table per routing table, replaced with one
+// atomic store per change), the kernel's insert and delete semantics
+// (fib_table_insert()/fib_table_delete() for IPv4, fib6_add_rt2node()/
+// ip6_route_del() for IPv6), the IPv4 local/main merge and its unmerge
+// (fib_unmerge()), and the bulk changes devices cause (fib_sync_down_dev(),
+// rt6_sync_down_dev()).
 //
-// Concurrency: every method is safe for concurrent use.
+// Concurrency: changes serialize on the Tables' writer lock; IPv4 changes
+// must also run under RTNL, which serializes them with Unmerge as in the
+// kernel. Reads (Snapshot and everything reached from it) never lock and
+// never write shared memory.
 package fib
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
+
+	"github.com/gaissmai/bart"
+	"github.com/nlemu/nlemu/rtnl"
 )
 
-// Table ids created with every namespace.
+// Table ids with a meaning of their own.
 const (
-	tableDefault = 253
-	tableMain    = 254
-	tableLocal   = 255
+	tableDefault = rtnl.RT_TABLE_DEFAULT
+	tableMain    = rtnl.RT_TABLE_MAIN
+	tableLocal   = rtnl.RT_TABLE_LOCAL
 )
 
-// Tables is the table registry of one family in one namespace.
+const (
+	afInet  = rtnl.AF_INET
+	afInet6 = rtnl.AF_INET6
+)
+
+// Tables is the routing tables of one family in one namespace.
 type Tables struct {
-	mu  sync.Mutex
-	ids idSet // guarded by mu
-	// merged is true while the IPv4 local table is an alias of main (no
-	// custom IPv4 rule yet): fib_trie_unmerge() has not run.
+	family uint8
+	mu     sync.Mutex // the family's FIB writer lock
+	set    atomic.Pointer[tableSet]
+	lm     atomic.Pointer[lmState] // IPv4 only
+	// pool interns route attributes (the kernel's fib_info_hash);
+	// guarded by mu.
+	pool map[string]*attrs
+	// routes counts stored entries (a sibling set counts once).
+	routes    atomic.Int64
 	merged    atomic.Bool
 	unmerges  atomic.Uint64
 	maxTables uint32
+	// rtnlHeld, when set (tests), is asserted by IPv4 changes and Unmerge.
+	rtnlHeld func() bool
 }
 
-// NewIPv4 returns the IPv4 tables of a fresh namespace: local and main
-// (merged: local is an alias of main) and default.
+// NewIPv4 returns the IPv4 tables of a fresh namespace: no table exists
+// (fib_new_table() creates main and local with the first route, even the
+// kernel's own address routes), and local and main are merged.
 func NewIPv4() *Tables {
-	t := &Tables{maxTables: ^uint32(0)}
-	t.ids.add(tableLocal)
-	t.ids.add(tableMain)
-	t.ids.add(tableDefault)
+	t := &Tables{family: afInet, maxTables: ^uint32(0), pool: map[string]*attrs{}}
+	t.set.Store(&tableSet{})
+	t.lm.Store(&lmState{merged: true})
 	t.merged.Store(true)
 	return t
 }
 
-// NewIPv6 returns the IPv6 tables of a fresh namespace: local and main.
+// NewIPv6 returns the IPv6 tables of a fresh namespace: main and local
+// exist from the start (fib6_tables_init()).
 func NewIPv6() *Tables {
-	t := &Tables{maxTables: ^uint32(0)}
-	t.ids.add(tableLocal)
-	t.ids.add(tableMain)
+	t := &Tables{family: afInet6, maxTables: ^uint32(0), pool: map[string]*attrs{}}
+	t.set.Store(&tableSet{})
+	t.create(tableMain)
+	t.create(tableLocal)
 	return t
 }
 
-// Exists reports whether table id exists.
-func (t *Tables) Exists(id uint32) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ids.has(id)
+// Family returns rtnl.AF_INET or rtnl.AF_INET6.
+func (t *Tables) Family() uint8 { return t.family }
+
+// SetRTNLCheck installs f, which IPv4 changes and Unmerge call to assert
+// that the caller holds RTNL ("must hold RTNL" checked in tests).
+func (t *Tables) SetRTNLCheck(f func() bool) { t.rtnlHeld = f }
+
+func (t *Tables) assertRTNL() {
+	if t.family == afInet && t.rtnlHeld != nil && !t.rtnlHeld() {
+		panic("fib: IPv4 change without RTNL")
+	}
 }
 
+// Snapshot returns an immutable view of the tables. It never locks.
+func (t *Tables) Snapshot() Snapshot {
+	return Snapshot{family: t.family, set: t.set.Load(), lm: t.lm.Load()}
+}
+
+// Exists reports whether table id exists.
+func (t *Tables) Exists(id uint32) bool { return t.set.Load().get(id) != nil }
+
 // Create creates table id if it does not exist (fib_new_table(),
-// fib6_new_table()).
+// fib6_new_table()). For IPv4 while merged, creating local creates main
+// first, as fib_new_table() does for the alias. A route request that
+// fails after the kernel's fib_new_table() (ROUTES-SPEC N33: the table
+// exists, empty) calls Create before failing.
 func (t *Tables) Create(id uint32) error {
 	t.mu.Lock()
-	t.ids.add(id)
+	t.create(id)
 	t.mu.Unlock()
 	return nil
+}
+
+// create is Create with mu held.
+func (t *Tables) create(id uint32) *table {
+	s := t.set.Load()
+	if tb := s.get(id); tb != nil {
+		return tb
+	}
+	if t.family == afInet && id == tableLocal && t.lm.Load().merged {
+		t.create(tableMain)
+		s = t.set.Load()
+	}
+	tb := &table{id: id}
+	t.set.Store(s.with(tb))
+	return tb
 }
 
 // AllocEmpty creates the lowest table id >= 1 that does not exist yet and
@@ -69,9 +127,10 @@ func (t *Tables) Create(id uint32) error {
 func (t *Tables) AllocEmpty() (uint32, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	s := t.set.Load()
 	for id := uint32(1); id != 0 && id <= t.maxTables; id++ {
-		if !t.ids.has(id) {
-			t.ids.add(id)
+		if s.get(id) == nil {
+			t.create(id)
 			return id, true
 		}
 	}
@@ -81,62 +140,184 @@ func (t *Tables) AllocEmpty() (uint32, bool) {
 // Merged reports whether local and main still share one table.
 func (t *Tables) Merged() bool { return t.merged.Load() }
 
-// Unmerge splits local from main if they are still merged (fib_unmerge():
-// allocate a standalone local table, copy local routes into it, drop them
-// from main). It must run under RTNL, which serializes it with route
-// changes; it is a no-op after the first time.
+// Unmerge splits local from main if they are still merged (fib_unmerge()
+// and fib_trie_unmerge(): a standalone local table gets copies of the
+// local entries, which are then dropped from main). The caller must hold
+// RTNL, which serializes it with IPv4 route changes; it runs at most once.
+// Readers see either the merged roots or the split ones and the flag from
+// the same store.
 func (t *Tables) Unmerge() error {
-	if t.merged.CompareAndSwap(true, false) {
-		t.unmerges.Add(1)
+	if t.family != afInet {
+		return nil
 	}
+	t.assertRTNL()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.lm.Load()
+	if !old.merged {
+		return nil
+	}
+	nl := &lmState{}
+	if old.main != nil {
+		local := new(bart.Table[leaf])
+		main := old.main
+		for p, l := range old.main.All4() {
+			var keep, move []*attrs
+			for i := range l.len() {
+				if a := l.at(i); a.r.Table == tableLocal {
+					move = append(move, a)
+				} else {
+					keep = append(keep, a)
+				}
+			}
+			if len(move) == 0 {
+				continue
+			}
+			local.Insert(p, leafOf(move))
+			if len(keep) == 0 {
+				main = main.DeletePersist(p)
+			} else {
+				main = main.InsertPersist(p, leafOf(keep))
+			}
+		}
+		nl.main, nl.local = main, local
+	}
+	t.lm.Store(nl)
+	t.merged.Store(false)
+	t.unmerges.Add(1)
 	return nil
 }
 
 // Unmerges returns how many times Unmerge split the tables (0 or 1).
 func (t *Tables) Unmerges() uint64 { return t.unmerges.Load() }
 
-// Count returns the number of tables.
-func (t *Tables) Count() int {
+// Count returns the number of existing tables.
+func (t *Tables) Count() int { return len(t.set.Load().byID) }
+
+// Routes returns the number of stored entries over all tables (an IPv6
+// ECMP sibling set counts once).
+func (t *Tables) Routes() int { return int(t.routes.Load()) }
+
+// root returns table id's current root for a writer (mu held).
+func (t *Tables) root(id uint32) *bart.Table[leaf] {
+	if t.family == afInet && (id == tableMain || id == tableLocal) {
+		lm := t.lm.Load()
+		if id == tableMain {
+			return lm.main
+		}
+		return lm.local
+	}
+	tb := t.set.Load().get(id)
+	if tb == nil {
+		return nil
+	}
+	return tb.root.Load()
+}
+
+// publish stores root as table id's new root (mu held): one atomic store.
+func (t *Tables) publish(id uint32, root *bart.Table[leaf]) {
+	if t.family == afInet && (id == tableMain || id == tableLocal) {
+		old := t.lm.Load()
+		n := *old
+		switch {
+		case n.merged:
+			n.main, n.local = root, root
+		case id == tableMain:
+			n.main = root
+		default:
+			n.local = root
+		}
+		t.lm.Store(&n)
+		return
+	}
+	t.set.Load().get(id).root.Store(root)
+}
+
+// getLeaf returns the entries stored at p in table id's storage (in
+// merged main/local: both tables' entries).
+func (t *Tables) getLeaf(id uint32, p netip.Prefix) leaf {
+	r := t.root(id)
+	if r == nil {
+		return leaf{}
+	}
+	l, _ := r.Get(p)
+	return l
+}
+
+// setLeaf replaces the entries at p (none: the prefix is removed) with a
+// persistent update: only the path to p is copied.
+func (t *Tables) setLeaf(id uint32, p netip.Prefix, s []*attrs) {
+	r := t.root(id)
+	if r == nil {
+		r = new(bart.Table[leaf])
+	}
+	if len(s) == 0 {
+		r = r.DeletePersist(p)
+	} else {
+		r = r.InsertPersist(p, leafOf(s))
+	}
+	t.publish(id, r)
+}
+
+// intern returns the shared attrs for r (Dst ignored), taking a reference.
+func (t *Tables) intern(r Route) *attrs {
+	r.Dst = netip.Prefix{}
+	k := internKey(&r)
+	if a, ok := t.pool[k]; ok {
+		a.refs++
+		return a
+	}
+	if len(r.Nexthops) > 0 {
+		r.Nexthops = append([]Nexthop(nil), r.Nexthops...)
+	} else {
+		r.Nexthops = nil
+	}
+	a := &attrs{r: r, key: k, refs: 1}
+	t.pool[k] = a
+	return a
+}
+
+// release drops a reference taken by intern.
+func (t *Tables) release(a *attrs) {
+	a.refs--
+	if a.refs == 0 {
+		delete(t.pool, a.key)
+	}
+}
+
+// Insert adds r (r.Family must be the Tables' family) with the request's
+// nlmsg flags (NLM_F_CREATE/EXCL/REPLACE/APPEND), creating its table on
+// first use. IPv4: fib_table_insert(); IPv6: fib6_add_rt2node(). The
+// caller must hold RTNL for IPv4.
+func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
+	t.assertRTNL()
+	r.Dst = r.Dst.Masked()
+	if r.Table == 0 {
+		r.Table = tableMain
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.ids.n
+	t.create(r.Table)
+	if t.family == afInet {
+		return t.insert4(r, nlFlags)
+	}
+	return t.insert6(r, nlFlags)
 }
 
-// idSet is a set of table ids: a bitmap for the ids below 1<<16 that
-// people use (an IPv6 rule creates its table, so the seed's load creates
-// 1,024 tables per namespace), a map for the rest.
-type idSet struct {
-	bits []uint64
-	big  map[uint32]struct{}
-	n    int
-}
-
-const bitmapIDs = 1 << 16
-
-func (s *idSet) has(id uint32) bool {
-	if id < bitmapIDs {
-		w := int(id / 64)
-		return w < len(s.bits) && s.bits[w]&(1<<(id%64)) != 0
+// Delete removes the first route m matches (IPv4: fib_table_delete();
+// IPv6: ip6_route_del()). The caller must hold RTNL for IPv4.
+func (t *Tables) Delete(m Match) (Change, *rtnl.Error) {
+	t.assertRTNL()
+	if m.Table == 0 {
+		m.Table = tableMain
 	}
-	_, ok := s.big[id]
-	return ok
-}
-
-func (s *idSet) add(id uint32) {
-	if s.has(id) {
-		return
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.set.Load().get(m.Table) == nil {
+		return Change{}, rtnl.Errorf(syscall.ESRCH, "FIB table does not exist")
 	}
-	s.n++
-	if id < bitmapIDs {
-		w := int(id / 64)
-		if w >= len(s.bits) {
-			s.bits = append(s.bits, make([]uint64, w+1-len(s.bits))...)
-		}
-		s.bits[w] |= 1 << (id % 64)
-		return
+	if t.family == afInet {
+		return t.delete4(m)
 	}
-	if s.big == nil {
-		s.big = map[uint32]struct{}{}
-	}
-	s.big[id] = struct{}{}
+	return t.delete6(m)
 }

@@ -1,32 +1,8 @@
 package fib
 
 import (
-	"math/rand"
 	"testing"
 )
-
-// TestIDSetMatchesMap checks the bitmap+map table-id set against a map.
-func TestIDSetMatchesMap(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
-	var s idSet
-	ref := map[uint32]bool{}
-	for i := 0; i < 20000; i++ {
-		id := uint32(rng.Intn(1000))
-		if i%3 == 0 {
-			id = rng.Uint32()
-		}
-		if i%2 == 0 {
-			s.add(id)
-			ref[id] = true
-		}
-		if s.has(id) != ref[id] {
-			t.Fatalf("has(%d) = %v", id, s.has(id))
-		}
-	}
-	if s.n != len(ref) {
-		t.Fatalf("n = %d, want %d", s.n, len(ref))
-	}
-}
 
 // TestAllocEmptyLowestFree mirrors fib_empty_table(): ids 1, 2, 3 … skipping
 // existing tables.
