@@ -19,7 +19,9 @@ type goldenCase struct {
 	reps   [][]byte
 }
 
-func loadGolden(t *testing.T) []goldenCase {
+func loadGolden(t *testing.T) []goldenCase { return loadGoldenF(t) }
+
+func loadGoldenF(t testing.TB) []goldenCase {
 	t.Helper()
 	f, err := os.Open("testdata/routes.golden")
 	if err != nil {

@@ -224,3 +224,264 @@ func TestRouteIPRequests(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// rtReq builds a route request: header fields then raw attributes.
+func rtReq(typ uint16, flags uint16, hdr [8]uint8, rtmFlags uint32, attrs ...[]byte) *Message {
+	body := append([]byte{}, hdr[:]...)
+	body = ne.AppendUint32(body, rtmFlags)
+	for _, a := range attrs {
+		body = append(body, a...)
+	}
+	b := AppendMessage(nil, typ, flags, 9, 0, body)
+	return &SplitDatagram(b)[0]
+}
+
+func rtAttr(t uint16, payload ...byte) []byte {
+	b := appendAttrHdr(nil, t, len(payload))
+	b = append(b, payload...)
+	return appendPad(b, len(payload))
+}
+
+func u32b(v uint32) []byte { return ne.AppendUint32(nil, v) }
+
+var hdr4 = [8]uint8{AF_INET, 16, 0, 0, 254, 3, 253, 1}
+var hdr6 = [8]uint8{AF_INET6, 64, 0, 0, 254, 3, 0, 1}
+
+// TestRouteLastAttributeWinsQuirk: rtm_to_fib_config() walks every
+// attribute and nla_parse() overwrites tb[type], so of two RTA_DST the
+// last counts, and its offset is the one errors point at.
+func TestRouteLastAttributeWinsQuirk(t *testing.T) {
+	for _, h := range [][8]uint8{hdr4, hdr6} {
+		var a1, a2 []byte
+		if h[0] == AF_INET {
+			a1, a2 = []byte{10, 1, 0, 0}, []byte{10, 2, 0, 0}
+		} else {
+			a1 = netip.MustParseAddr("2001:db8:1::").AsSlice()
+			a2 = netip.MustParseAddr("2001:db8:2::").AsSlice()
+		}
+		m := rtReq(RTM_NEWROUTE, NLM_F_REQUEST|NLM_F_CREATE, h, 0, rtAttr(RTA_DST, a1...), rtAttr(RTA_DST, a2...))
+		r, err := DecodeRouteRequest(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := netip.AddrFrom16([16]byte(append(make([]byte, 16-len(a2)), a2...)))
+		if len(a2) == 4 {
+			want = netip.AddrFrom4([4]byte(a2))
+		}
+		if r.Dst != want || r.Off(RTA_DST) != uint32(routeAttrBase+len(rtAttr(RTA_DST, a1...))) {
+			t.Errorf("family %d: dst %v at %d", h[0], r.Dst, r.Off(RTA_DST))
+		}
+	}
+}
+
+// TestNexthopFirstAttributeWinsQuirk: inside an rtnexthop the kernel reads
+// RTA_GATEWAY and RTA_FLOW with nla_find(), which returns the first.
+func TestNexthopFirstAttributeWinsQuirk(t *testing.T) {
+	hop := append([]byte{0, 0, 0, 1}, u32b(3)...)
+	hop = append(hop, rtAttr(RTA_GATEWAY, 10, 0, 0, 2)...)
+	hop = append(hop, rtAttr(RTA_GATEWAY, 10, 0, 0, 3)...)
+	hop = append(hop, rtAttr(RTA_FLOW, u32b(7)...)...)
+	ne.PutUint16(hop, uint16(len(hop)))
+	m := rtReq(RTM_NEWROUTE, NLM_F_REQUEST, hdr4, 0, rtAttr(RTA_MULTIPATH, hop...))
+	r, err := DecodeRouteRequest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Nexthop{{Hops: 1, IfIndex: 3, Present: 1<<RTA_GATEWAY | 1<<RTA_FLOW,
+		Gateway: netip.MustParseAddr("10.0.0.2"), Flow: 7, GatewayLen: 4, FlowLen: 4, Off: routeAttrBase + nlaHdrLen}}
+	if d := cmp.Diff(want, r.Multipath, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Error(d)
+	}
+}
+
+// TestMultipathRestQuirk: rtnh_ok() stops at an rtnexthop whose length is
+// short or runs past the attribute; what is left is reported for the
+// kernel's "extra data after nexthops".
+func TestMultipathRestQuirk(t *testing.T) {
+	good := append([]byte{8, 0, 0, 0}, u32b(3)...)
+	cases := []struct {
+		name       string
+		mp         []byte
+		hops, rest int
+	}{
+		{"one hop", good, 1, 0},
+		{"trailing 4 bytes", append(append([]byte{}, good...), 1, 2, 3, 4), 1, 4},
+		{"second hop too long", append(append([]byte{}, good...), 40, 0, 0, 0, 0, 0, 0, 0), 1, 8},
+		{"second hop too short", append(append([]byte{}, good...), 4, 0, 0, 0, 0, 0, 0, 0), 1, 8},
+		{"last hop padding cut", []byte{10, 0, 0, 0, 3, 0, 0, 0, 0, 0}, 1, 0},
+	}
+	for _, c := range cases {
+		hops, rest := decodeMultipath(AF_INET, c.mp, 0)
+		if len(hops) != c.hops || rest != c.rest {
+			t.Errorf("%s: %d hops, %d rest; want %d, %d", c.name, len(hops), rest, c.hops, c.rest)
+		}
+	}
+}
+
+// TestRouteLiberalParseQuirks: the deprecated parse of NEWROUTE ignores
+// unknown types and type 0, accepts over-long attributes below
+// strict_start_type, and leaves a "bytes leftover" warning for a cut tail.
+func TestRouteLiberalParseQuirks(t *testing.T) {
+	m := rtReq(RTM_NEWROUTE, NLM_F_REQUEST, hdr4, 0,
+		rtAttr(RTA_DST, 10, 5, 0, 0, 9, 9), rtAttr(40, 1, 2, 3, 4), rtAttr(0, 1), []byte{1, 0})
+	r, err := DecodeRouteRequest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Dst != netip.MustParseAddr("10.5.0.0") || r.Len(RTA_DST) != 6 || r.Present != 1<<RTA_DST {
+		t.Errorf("dst %v len %d present %#x", r.Dst, r.Len(RTA_DST), r.Present)
+	}
+	if r.Warning != "bytes leftover after parsing attributes" {
+		t.Errorf("warning %q", r.Warning)
+	}
+}
+
+// TestRouteIPv6ShortDstQuirk: rtm_ipv6_policy has no RTA_DST entry, so a
+// short destination passes the policy (rtm_to_fib6_config() compares its
+// length with the prefix length later); the decoder pads it and keeps its
+// length.
+func TestRouteIPv6ShortDstQuirk(t *testing.T) {
+	m := rtReq(RTM_NEWROUTE, NLM_F_REQUEST, hdr6, 0, rtAttr(RTA_DST, 0x20, 0x01, 0x0d, 0xb8))
+	r, err := DecodeRouteRequest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Dst != netip.MustParseAddr("2001:db8::") || r.Len(RTA_DST) != 4 {
+		t.Errorf("dst %v len %d", r.Dst, r.Len(RTA_DST))
+	}
+}
+
+// TestRouteIPv6TwoPrefsrcQuirk: rt6_fill_node() writes the selected source
+// and then the configured prefsrc, both as RTA_PREFSRC; decoding keeps
+// both and encoding restores the order.
+func TestRouteIPv6TwoPrefsrcQuirk(t *testing.T) {
+	r := &RouteMsg{Family: AF_INET6, DstLen: 128}
+	r.SetTable(254)
+	r.Dst, r.SelSrc, r.PrefSrc = netip.MustParseAddr("2001:db8::5"), netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::7")
+	r.Set(RTA_DST)
+	r.Set(RTA_PREFSRC)
+	b := AppendRoute(nil, RTM_NEWROUTE, 0, 1, 1, r)
+	got, err := DecodeRoute(&SplitDatagram(b)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SelSrc != r.SelSrc || got.PrefSrc != r.PrefSrc {
+		t.Errorf("selected %v configured %v", got.SelSrc, got.PrefSrc)
+	}
+}
+
+// TestRouteTableCompatQuirk: a table id above 255 goes in RTA_TABLE with
+// rtm_table = RT_TABLE_COMPAT; a request's RTA_TABLE overrides rtm_table
+// even when 0.
+func TestRouteTableCompatQuirk(t *testing.T) {
+	var r RouteMsg
+	r.SetTable(100000)
+	if r.Table != RT_TABLE_COMPAT || r.Table32 != 100000 || !r.Has(RTA_TABLE) {
+		t.Errorf("%+v", r)
+	}
+	r.SetTable(100)
+	if r.Table != 100 {
+		t.Errorf("table %d", r.Table)
+	}
+	h := hdr4
+	h[4] = 100
+	q, err := DecodeRouteRequest(rtReq(RTM_NEWROUTE, NLM_F_REQUEST, h, 0, rtAttr(RTA_TABLE, u32b(0)...)))
+	if err != nil || q.TableID() != 0 {
+		t.Errorf("TableID %d, %v", q.TableID(), err)
+	}
+	q, _ = DecodeRouteRequest(rtReq(RTM_NEWROUTE, NLM_F_REQUEST, h, 0))
+	if q.TableID() != 100 {
+		t.Errorf("TableID %d", q.TableID())
+	}
+}
+
+// TestRouteDumpLegacyQuirk: without NETLINK_GET_STRICT_CHK a dump request's
+// header and attributes are ignored except rtm_flags' CLONED and PREFIX
+// bits, and nothing is filtered.
+func TestRouteDumpLegacyQuirk(t *testing.T) {
+	h := [8]uint8{AF_INET, 8, 8, 4, 100, 4, 253, 6}
+	m := rtReq(RTM_GETROUTE, NLM_F_REQUEST|NLM_F_DUMP, h, RTM_F_CLONED|RTM_F_FIB_MATCH, rtAttr(RTA_PRIORITY, 1))
+	d, err := DecodeRouteDump(m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RouteDump{Family: AF_INET, Flags: RTM_F_CLONED, Routes: true, Exceptions: true}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Error(diff)
+	}
+	d, err = DecodeRouteDump(rtReq(RTM_GETROUTE, NLM_F_REQUEST|NLM_F_DUMP, [8]uint8{AF_INET6}, 0), true)
+	if err != nil || d.Filtered || !d.Routes || d.Exceptions {
+		t.Errorf("strict unfiltered: %+v %v", d, err)
+	}
+	d, err = DecodeRouteDump(rtReq(RTM_GETROUTE, NLM_F_REQUEST|NLM_F_DUMP, [8]uint8{AF_INET, 0, 0, 0, 100}, 0, rtAttr(RTA_TABLE, u32b(300)...)), true)
+	if err != nil || !d.Filtered || d.Table != 300 {
+		t.Errorf("RTA_TABLE overrides rtm_table: %+v %v", d, err)
+	}
+}
+
+// TestMetricsClampQuirk: ip_metrics_convert() clamps advmss, mtu and
+// hoplimit instead of refusing them, and keeps zero values (which
+// rtnetlink_put_metrics() then leaves out of replies).
+func TestMetricsClampQuirk(t *testing.T) {
+	var mx []byte
+	for _, kv := range [][2]uint32{{RTAX_MTU, 70000}, {RTAX_ADVMSS, 70000}, {RTAX_HOPLIMIT, 256}, {RTAX_WINDOW, 0}, {RTAX_RTT, 8}} {
+		mx = append(mx, rtAttr(uint16(kv[0]), u32b(kv[1])...)...)
+	}
+	r, err := DecodeRouteRequest(rtReq(RTM_NEWROUTE, NLM_F_REQUEST, hdr4, 0, rtAttr(RTA_METRICS, mx...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := r.ConvertMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want Metrics
+	want.Put(RTAX_MTU, 65520)
+	want.Put(RTAX_ADVMSS, 65495)
+	want.Put(RTAX_HOPLIMIT, 255)
+	want.Put(RTAX_WINDOW, 0)
+	want.Put(RTAX_RTT, 8)
+	if d := cmp.Diff(want, x); d != "" {
+		t.Error(d)
+	}
+	enc := appendMetrics(nil, &x)
+	if got := decodeMetrics(enc[nlaHdrLen:]); got.Has(RTAX_WINDOW) || !got.Has(RTAX_RTT) {
+		t.Errorf("encoded metrics %x", enc)
+	}
+	if len(appendMetrics(nil, &Metrics{})) != 0 {
+		t.Error("empty metrics encoded a nest")
+	}
+}
+
+// TestRouteDecodeErrors covers decode paths the golden file does not:
+// families without a route handler, and the error offsets of nested
+// policy failures.
+func TestRouteDecodeErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		m    *Message
+		get  bool
+		want *Error
+	}{
+		{"unspec family", rtReq(RTM_NEWROUTE, NLM_F_REQUEST, [8]uint8{0}, 0), false, Errno(syscall.EOPNOTSUPP)},
+		{"ipmr family", rtReq(RTM_DELROUTE, NLM_F_REQUEST, [8]uint8{RTNL_FAMILY_IPMR}, 0), false, Errno(syscall.EOPNOTSUPP)},
+		{"get unspec family", rtReq(RTM_GETROUTE, NLM_F_REQUEST, [8]uint8{0}, 0), true, Errno(syscall.EOPNOTSUPP)},
+		{"v6 multipath short", rtReq(RTM_NEWROUTE, NLM_F_REQUEST, hdr6, 0, rtAttr(RTA_DST, make([]byte, 16)...), rtAttr(RTA_MULTIPATH, 1, 2)), false,
+			&Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: routeAttrBase + 20}},
+		{"v6 metrics nested missing ok, encap short", rtReq(RTM_NEWROUTE, NLM_F_REQUEST, hdr6, 0, rtAttr(RTA_ENCAP, 1)), false,
+			&Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: routeAttrBase, Policy: policyNest(policy{kind: polNested})}},
+		{"v6 get strict nh_id", rtReq(RTM_GETROUTE, NLM_F_REQUEST, [8]uint8{AF_INET6}, 0, rtAttr(RTA_NH_ID, u32b(1)...)), true,
+			Errorf(syscall.EINVAL, "ipv6: Unsupported attribute in get route request")},
+	}
+	for _, c := range cases {
+		var err *Error
+		if c.get {
+			_, err = DecodeRouteGet(c.m, true)
+		} else {
+			_, err = DecodeRouteRequest(c.m)
+		}
+		if d := cmp.Diff(c.want, err); d != "" {
+			t.Errorf("%s: %s", c.name, d)
+		}
+	}
+}
