@@ -196,7 +196,9 @@ func policyNest(p policy) []byte {
 
 const nlPolicyTypeAttrMask = 12
 
-var intSize = [...]int{polU8: 1, polU16: 2, polU32: 4, polU64: 8, polBE32: 4}
+// rulePolicySet is fib_rule_policy for the shared policy engine
+// (policy.go): attributes from FRA_DSCP on are validated strictly.
+var rulePolicySet = policySet{pol: rulePolicy[:], strictStart: ruleStrictStart}
 
 // parseErr is the error fib_nl2rule reports for any policy failure: the
 // validator's message is replaced by "Error parsing msg" but the offset and
@@ -207,39 +209,8 @@ func parseErr(errno syscall.Errno, a rawAttr, nest []byte) *Error {
 
 // validate mirrors validate_nla() for one rule attribute.
 func validate(a rawAttr) *Error {
-	p := rulePolicy[a.typ]
-	strict := a.typ >= ruleStrictStart
-	n := len(a.data)
-	if strict && a.nested {
-		return parseErr(syscall.EINVAL, a, policyNest(p))
-	}
-	switch p.kind {
-	case polU8, polU16, polU32, polU64, polBE32:
-		sz := intSize[p.kind]
-		if strict && n != sz {
-			return parseErr(syscall.EINVAL, a, policyNest(p))
-		}
-		if n < sz {
-			return parseErr(syscall.ERANGE, a, policyNest(p))
-		}
-		if p.max != 0 && uint64(a.data[0]) > p.max {
-			return parseErr(syscall.ERANGE, a, policyNest(p))
-		}
-		if p.mask != 0 && uint64(a.data[0])&^p.mask != 0 {
-			return parseErr(syscall.EINVAL, a, nil)
-		}
-	case polString:
-		l := n
-		if l > 0 && a.data[l-1] == 0 {
-			l--
-		}
-		if n < 1 || l > ifNameMax {
-			return parseErr(syscall.ERANGE, a, policyNest(p))
-		}
-	case polMinLen:
-		if n < p.minLen {
-			return parseErr(syscall.ERANGE, a, nil)
-		}
+	if _, err := rulePolicySet.check(a, validateLiberal); err != nil {
+		return parseErr(err.Errno, a, err.Policy)
 	}
 	return nil
 }
