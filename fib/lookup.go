@@ -1,0 +1,488 @@
+package fib
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/nlemu/nlemu/flow"
+	"github.com/nlemu/nlemu/rtnl"
+	"github.com/nlemu/nlemu/rulesops"
+)
+
+// Result is the answer of one lookup, by value (the kernel's struct
+// fib_result for IPv4, the fib6_result behind the rt6_info for IPv6): the
+// entry that matched, the table that produced it and the nexthop chosen so
+// far. It holds no reference and nothing a reader writes (seed 001).
+type Result struct {
+	// Table is the id of the table whose lookup answered
+	// (res->table->tb_id): 254 for a hit on a local route while IPv4 local
+	// and main are merged, as the kernel reports it (ROUTES-SPEC §6).
+	Table uint32
+	// Route is the matched entry. Its Nexthops are shared with the stored
+	// entry: read only.
+	Route Route
+	// NH is the index in Route.Nexthops of the nexthop the lookup chose:
+	// the first usable one (fib_table_lookup()'s nh_sel), until SelectPath
+	// applies the multipath hash; -1 when the entry has no nexthop.
+	NH int
+	// Rule is the priority of the rule whose action produced the result;
+	// RuleSet is false on the no-custom-rules path, where no rule is
+	// walked.
+	Rule    uint32
+	RuleSet bool
+}
+
+// Nexthop returns the chosen nexthop, or the zero Nexthop.
+func (r *Result) Nexthop() Nexthop {
+	if r.NH < 0 || r.NH >= len(r.Route.Nexthops) {
+		return Nexthop{}
+	}
+	return r.Route.Nexthops[r.NH]
+}
+
+// FIB is one family of one namespace as a lookup sees it: the family's
+// tables and its policy rules, linked as values by nsmgr at namespace
+// creation (fib does not own the rules, rulesops does not know the tables).
+//
+// Concurrency: Lookup never locks; SetGroups may run concurrently.
+type FIB struct {
+	tables *Tables
+	rules  *rulesops.Ops
+	v6     bool
+	// groups maps ifindex to device group for suppress_ifgroup; nil
+	// means every device is in group 0 (the default group).
+	groups atomic.Pointer[map[int32]uint32]
+}
+
+// NewFIB links a family's tables and rules. rules must be the same family.
+func NewFIB(tables *Tables, rules *rulesops.Ops) *FIB {
+	return &FIB{tables: tables, rules: rules, v6: rules.Family() == rtnl.AF_INET6}
+}
+
+// SetGroups publishes the device groups (ifindex → group) that
+// suppress_ifgroup compares against; nsmgr calls it when a device's group
+// changes. The map must not be modified afterwards.
+func (f *FIB) SetGroups(g map[int32]uint32) { f.groups.Store(&g) }
+
+func (f *FIB) group(dev int32) uint32 {
+	if g := f.groups.Load(); g != nil {
+		return (*g)[dev]
+	}
+	return 0
+}
+
+// Lookup resolves one flow: fib_lookup() for IPv4, fib6_rule_lookup() for
+// IPv6, with the rule walk (fib_rules_lookup()) when the namespace has
+// custom rules. The error is 0 on success, else the kernel's: ENETUNREACH
+// when nothing answered, EHOSTUNREACH / EACCES / EINVAL for an unreachable /
+// prohibit / blackhole route, ENETUNREACH / EACCES / EINVAL for those rule
+// actions.
+//
+// IPv4 keys carry the flow's scope (flow.Key.Scope); the multipath choice is
+// left to SelectPath, as fib_select_path() follows fib_lookup() in the
+// kernel.
+func (f *FIB) Lookup(k flow.Key) (Result, syscall.Errno) {
+	// The custom-rules flag is read before the tables: the first custom
+	// rule publishes the unmerged tables before it sets the flag.
+	custom := f.rules.HasCustomRules()
+	snap := f.tables.Snapshot()
+	if !custom {
+		if f.v6 {
+			return f.lookupNoRules6(&snap, &k)
+		}
+		return f.lookupNoRules4(&snap, &k)
+	}
+	return f.walk(&snap, &k)
+}
+
+// lookupNoRules4 is fib_lookup()'s no-custom-rules branch: main (which holds
+// the local routes while merged), then on any failure the default table,
+// whose outcome replaces main's — even an unreachable route in main gives
+// way to "no route" from default (RULES-SPEC §7.1).
+func (f *FIB) lookupNoRules4(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
+	res, err := Result{NH: -1}, syscall.ENETUNREACH
+	if v, ok := snap.MergedMain(); ok {
+		res, err = lookupView(v, k, false)
+	}
+	if err != 0 {
+		res, err = Result{NH: -1}, syscall.ENETUNREACH
+		if v, ok := snap.Table(rtnl.RT_TABLE_DEFAULT); ok {
+			res, err = lookupView(v, k, false)
+		}
+	}
+	if err == syscall.EAGAIN {
+		err = syscall.ENETUNREACH
+	}
+	return res, err
+}
+
+// lookupNoRules6 is fib6_rule_lookup() without custom rules: local, then
+// main unless local answered with something other than a throw; the rule
+// list is not consulted at all, which is why deleting the IPv6 local rule
+// changes nothing until a rule is added (RULES-SPEC §7.1, A19).
+func (f *FIB) lookupNoRules6(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
+	res, err := f.lookupIn(snap, rtnl.RT_TABLE_LOCAL, k)
+	if err == syscall.EAGAIN {
+		res, err = f.lookupIn(snap, rtnl.RT_TABLE_MAIN, k)
+	}
+	if err == syscall.EAGAIN {
+		return Result{NH: -1}, syscall.ENETUNREACH
+	}
+	return res, err
+}
+
+// walk is fib_rules_lookup() with the family's action and suppress steps
+// (fib4_rule_action() / fib4_rule_suppress(), fib6_rule_action() /
+// fib6_rule_suppress()): a switch on the action, no callback per rule.
+func (f *FIB) walk(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
+	rs := f.rules.Snapshot()
+	p := rulesops.Pos{}
+	for {
+		h, ok := rs.Match(p, k)
+		if !ok {
+			// -ESRCH from the walk: __fib_lookup() turns it into
+			// ENETUNREACH; IPv6 returns the null entry, whose error is
+			// the same.
+			return Result{NH: -1}, syscall.ENETUNREACH
+		}
+		p = h.Next()
+		switch h.Action {
+		case rtnl.FR_ACT_GOTO:
+			// An unresolved goto is a rule that did not match; a
+			// resolved one continues at its target, whose own
+			// selectors are evaluated again (RULES-SPEC §7.2, A17, A20).
+			if h.Resolved {
+				p = h.Goto
+			}
+			continue
+		case rtnl.FR_ACT_NOP:
+			continue
+		case rtnl.FR_ACT_TO_TBL:
+		case rtnl.FR_ACT_UNREACHABLE:
+			return Result{NH: -1, Rule: h.Pref, RuleSet: true}, syscall.ENETUNREACH
+		case rtnl.FR_ACT_PROHIBIT:
+			return Result{NH: -1, Rule: h.Pref, RuleSet: true}, syscall.EACCES
+		default: // FR_ACT_BLACKHOLE and every other value
+			return Result{NH: -1, Rule: h.Pref, RuleSet: true}, syscall.EINVAL
+		}
+		if h.FindSaddr {
+			// fib6_rule_saddr() would select a source address through
+			// the result's device; no request nlemu answers sets
+			// FIB_RULE_FIND_SADDR on a flow without a source, and the
+			// source selection lives above fib: the rule gives EAGAIN,
+			// as the kernel's does when no source fits.
+			continue
+		}
+		table := h.Table
+		if table == 0 {
+			// fib_get_table() / fib6_get_table(): id 0 is main.
+			table = rtnl.RT_TABLE_MAIN
+		}
+		res, err := f.lookupIn(snap, table, k)
+		if err == 0 && f.suppressed(&h, &res) {
+			continue
+		}
+		if err != syscall.EAGAIN {
+			res.Rule, res.RuleSet = h.Pref, true
+			return res, err
+		}
+	}
+}
+
+// LookupTable looks k up in table id alone (fib_table_lookup() /
+// fib6_table_lookup(), no rules): EAGAIN when the table does not exist or
+// has no answer, the route's error for a reject route, EAGAIN for a throw
+// route. The gateway checks of route changes use it.
+func (f *FIB) LookupTable(id uint32, k flow.Key) (Result, syscall.Errno) {
+	snap := f.tables.Snapshot()
+	return f.lookupIn(&snap, id, &k)
+}
+
+// lookupTable is LookupTable with the key by pointer.
+func (f *FIB) lookupTable(id uint32, k *flow.Key) (Result, syscall.Errno) {
+	snap := f.tables.Snapshot()
+	return f.lookupIn(&snap, id, k)
+}
+
+// lookupIn is LookupTable in a given snapshot.
+func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key) (Result, syscall.Errno) {
+	v, ok := snap.Table(id)
+	if !ok {
+		return Result{NH: -1}, syscall.EAGAIN
+	}
+	return lookupView(v, k, f.v6)
+}
+
+// lookupView looks the flow up in one table: the longest prefix first,
+// then shorter ones while no entry of the longer one answers (the trie's
+// backtracking in fib_table_lookup(), fib6_backtrack() for IPv6).
+func lookupView(v View, k *flow.Key, v6 bool) (Result, syscall.Errno) {
+	e, ok := v.Lookup(k.Dst)
+	if !ok {
+		return Result{NH: -1}, syscall.EAGAIN
+	}
+	strict := v6 && strict6(k)
+	if res, err, ok := choose(e, k, v6, strict); ok {
+		res.Table = v.ID()
+		return res, err
+	}
+	// Rare: no entry of the longest prefix fits; walk the shorter ones.
+	first := e.Prefix().Bits()
+	for e := range v.Supernets(netip.PrefixFrom(k.Dst, k.Dst.BitLen())) {
+		if e.Prefix().Bits() >= first {
+			continue
+		}
+		if res, err, ok := choose(e, k, v6, strict); ok {
+			res.Table = v.ID()
+			return res, err
+		}
+	}
+	return Result{NH: -1}, syscall.EAGAIN
+}
+
+func choose(e Entries, k *flow.Key, v6, strict bool) (Result, syscall.Errno, bool) {
+	var (
+		i, nh int
+		err   syscall.Errno
+		ok    bool
+	)
+	if v6 {
+		i, nh, err, ok = choose6(e, k, strict)
+	} else {
+		i, nh, err, ok = choose4(e, k)
+	}
+	if !ok {
+		return Result{}, 0, false
+	}
+	return Result{Route: e.At(i), NH: nh}, err, true
+}
+
+// suppressed is fib4_rule_suppress() / fib6_rule_suppress(): a result whose
+// prefix is no longer than suppress_prefixlength, or whose (first) nexthop
+// device is in the suppress_ifgroup group, is dropped and the walk goes on.
+func (f *FIB) suppressed(h *rulesops.Hit, res *Result) bool {
+	if int32(res.Route.Dst.Bits()) <= h.SuppressPrefixlen {
+		return true
+	}
+	if h.SuppressIfgroup != -1 && len(res.Route.Nexthops) > 0 {
+		// fib4_rule_suppress() looks at fib_info_nhc(fi, 0); IPv6 at
+		// the rt6_info's device (the chosen sibling; the same device
+		// for the single-hop routes most tables hold).
+		dev := res.Route.Nexthops[0].Dev
+		if f.v6 && res.NH >= 0 {
+			dev = res.Route.Nexthops[res.NH].Dev
+		}
+		if dev != 0 && f.group(dev) == uint32(h.SuppressIfgroup) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeErr is fib_props[type].error (IPv4) and the dst.error of an IPv6
+// reject route (ip6_route_info_create()): EAGAIN for throw.
+func typeErr(typ uint8) syscall.Errno {
+	switch typ {
+	case rtnl.RTN_UNREACHABLE:
+		return syscall.EHOSTUNREACH
+	case rtnl.RTN_BLACKHOLE:
+		return syscall.EINVAL
+	case rtnl.RTN_PROHIBIT:
+		return syscall.EACCES
+	case rtnl.RTN_THROW:
+		return syscall.EAGAIN
+	case rtnl.RTN_NAT, rtnl.RTN_XRESOLVE:
+		return syscall.EINVAL
+	}
+	return 0
+}
+
+// nhUsable is fib_lookup_good_nhc(): a dead nexthop never serves; nor one
+// through another device than the flow's oif. Linkdown nexthops still
+// serve: ignore_routes_with_linkdown is 0, its default, and nlemu has no
+// such sysctl.
+func nhUsable(nh *Nexthop, oif int32) bool {
+	if nh.Flags&rtnl.RTNH_F_DEAD != 0 {
+		return false
+	}
+	return oif == 0 || nh.Dev == oif
+}
+
+// choose4 is the per-prefix part of fib_table_lookup(): the entries of one
+// prefix in their stored order (tos descending, then priority), the first
+// whose tos matches (masked as fib_dscp_masked_match()), whose scope is at
+// least the flow's, and that has a usable nexthop wins; a reject or throw
+// entry answers with its error as soon as it qualifies by tos and scope.
+// ok is false when no entry of this prefix answers (backtrack).
+func choose4(es Entries, k *flow.Key) (i, nh int, err syscall.Errno, ok bool) {
+	for i := range es.Len() {
+		r := es.At(i)
+		e := &r
+		if e.Tos != 0 && e.Tos != k.TOS&0x1C {
+			continue
+		}
+		if e.Scope < k.Scope {
+			continue
+		}
+		if err := typeErr(e.Type); err != 0 {
+			return i, -1, err, true
+		}
+		if len(e.Nexthops) == 0 {
+			return i, -1, 0, true
+		}
+		for j := range e.Nexthops {
+			if nhUsable(&e.Nexthops[j], k.OIF) {
+				return i, j, 0, true
+			}
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// strict6 reports RT6_LOOKUP_F_IFACE (ip6_route_output_flags()): the oif
+// is a requirement, not a preference, when the flow has no source address
+// or its destination needs it (rt6_need_strict(): multicast, link-local,
+// loopback).
+func strict6(k *flow.Key) bool {
+	if k.OIF == 0 {
+		return false
+	}
+	d := k.Dst
+	if d.IsMulticast() || d.IsLinkLocalUnicast() || d.IsLoopback() {
+		return true
+	}
+	return !k.Src.IsValid() || k.Src.IsUnspecified()
+}
+
+// choose6 is rt6_select() / find_rr_leaf() over one node's entries (metric
+// order): the first metric group with a usable hop wins; within it the hop
+// with the best score (rt6_score_route(): the oif match, then the router
+// preference), the first of equal scores. A strict oif mismatch or a dead
+// hop disqualifies. Reject routes answer with their error.
+func choose6(es Entries, k *flow.Key, strict bool) (i, nh int, err syscall.Errno, ok bool) {
+	n := es.Len()
+	for g := 0; g < n; {
+		metric := es.At(g).Priority
+		best, bestNH, bestScore := -1, -1, -1
+		bestType := uint8(0)
+		end := g
+		for ; end < n; end++ {
+			r := es.At(end)
+			if r.Priority != metric {
+				break
+			}
+			e := &r
+			// A source-specific entry serves only flows from its
+			// source prefix (the node's subtree in fib6_node_lookup()).
+			if e.Src.IsValid() && e.Src.Bits() > 0 && !e.Src.Contains(k.Src) {
+				continue
+			}
+			pref := int(decodePref(e.Pref)) << 2
+			if len(e.Nexthops) == 0 {
+				// Reject routes sit on the loopback device, which a
+				// strict oif never matches.
+				if strict {
+					continue
+				}
+				if s := pref; s > bestScore {
+					best, bestNH, bestScore, bestType = end, -1, s, e.Type
+				}
+				continue
+			}
+			for j := range e.Nexthops {
+				h := &e.Nexthops[j]
+				if h.Flags&rtnl.RTNH_F_DEAD != 0 {
+					continue
+				}
+				m := 0
+				if k.OIF == 0 || h.Dev == k.OIF {
+					m = 2
+				}
+				if m == 0 && strict {
+					continue
+				}
+				if s := m | pref; s > bestScore {
+					best, bestNH, bestScore, bestType = end, j, s, e.Type
+				}
+			}
+		}
+		if best >= 0 {
+			return best, bestNH, typeErr(bestType), true
+		}
+		g = end
+	}
+	return 0, 0, 0, false
+}
+
+// decodePref is IPV6_DECODE_PREF(): low 0 < medium 1 < high 2 (RTA_PREF
+// values ICMPV6_ROUTER_PREF_LOW 3, MEDIUM 0, HIGH 1; invalid 2 counts as
+// low... the kernel stores invalid as medium at insert).
+func decodePref(p uint8) uint8 {
+	switch p {
+	case 1: // high
+		return 2
+	case 3: // low
+		return 0
+	}
+	return 1
+}
+
+// SelectPath picks the nexthop of a multipath result as fib_select_path()
+// / fib6_select_path() do when the flow names no oif: the hash of the flow
+// (its addresses, hash policy 0) against each live hop's upper bound
+// (fib_rebalance(): cumulative weights scaled to 31 bits). The kernel seeds
+// its hash with a random key at boot, so which hop a given flow takes on
+// the kernel cannot be predicted; nlemu's hash is deterministic (the same
+// flow always takes the same hop) and weights split flows as the kernel's.
+func (r *Result) SelectPath(k *flow.Key) {
+	hops := r.Route.Nexthops
+	if len(hops) < 2 || k.OIF != 0 {
+		return
+	}
+	var total uint64
+	for i := range hops {
+		if hops[i].Flags&rtnl.RTNH_F_DEAD == 0 {
+			total += uint64(max(hops[i].Weight, 1))
+		}
+	}
+	if total == 0 {
+		return
+	}
+	h := int64(flowHash(k) >> 1)
+	var w uint64
+	for i := range hops {
+		if hops[i].Flags&rtnl.RTNH_F_DEAD != 0 {
+			continue
+		}
+		w += uint64(max(hops[i].Weight, 1))
+		upper := int64((w<<31+total/2)/total) - 1
+		if h <= upper {
+			r.NH = i
+			return
+		}
+	}
+}
+
+// flowHash is a deterministic stand-in for fib_multipath_hash() /
+// rt6_multipath_hash() with policy 0 (source and destination address):
+// FNV-1a over the two addresses.
+func flowHash(k *flow.Key) uint32 {
+	h := uint32(2166136261)
+	mix := func(a netip.Addr) {
+		if !a.IsValid() {
+			a = netip.IPv6Unspecified()
+			if k.Dst.Is4() {
+				a = netip.IPv4Unspecified()
+			}
+		}
+		b := a.As16()
+		for _, c := range b {
+			h ^= uint32(c)
+			h *= 16777619
+		}
+	}
+	mix(k.Src)
+	mix(k.Dst)
+	return h
+}
