@@ -335,8 +335,18 @@ type RouteDump struct {
 // DecodeRouteDump decodes an RTM_GETROUTE dump request. strict is the
 // socket's NETLINK_GET_STRICT_CHK. Both families validate with
 // rtm_ipv4_policy (inet6_dump_fib() calls ip_valid_fib_dump_req() too). The
-// caller resolves OIF (ENODEV) and missing tables.
+// caller resolves missing tables; it should pass hasDev (see
+// DecodeRouteDumpDev) to get the kernel's ENODEV in the kernel's order.
 func DecodeRouteDump(m *Message, strict bool) (RouteDump, *Error) {
+	return DecodeRouteDumpDev(m, strict, nil)
+}
+
+// DecodeRouteDumpDev is DecodeRouteDump that also checks RTA_OIF with
+// hasDev (a nil hasDev accepts every index): ip_valid_fib_dump_req() walks
+// tb[] by attribute type, so an unknown device (ENODEV, no extack) wins
+// over an unsupported attribute of a higher type and loses to one of a
+// lower type, whatever their order in the message.
+func DecodeRouteDumpDev(m *Message, strict bool, hasDev func(ifindex int32) bool) (RouteDump, *Error) {
 	d := RouteDump{Family: RouteFamily(m), Strict: strict, Routes: true, Exceptions: true}
 	if !strict {
 		if len(m.Data) >= RtmsgLen {
@@ -376,6 +386,9 @@ func DecodeRouteDump(m *Message, strict bool) (RouteDump, *Error) {
 			d.Table = r.Table32
 		case RTA_OIF:
 			d.OIF = r.OIF
+			if hasDev != nil && !hasDev(int32(r.OIF)) {
+				return d, Errno(syscall.ENODEV)
+			}
 		default:
 			return d, Errorf(syscall.EINVAL, "Unsupported attribute in dump request")
 		}

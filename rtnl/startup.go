@@ -659,54 +659,12 @@ type RouteDumpFilter struct {
 // inet6_dump_fib() and the multicast-routing dumps run with strict
 // checking only; hasDev reports whether an RTA_OIF device exists.
 func CheckRouteDump(m *Message, strict bool, hasDev func(int32) bool) (RouteDumpFilter, *Error) {
-	var f RouteDumpFilter
 	if !strict {
-		return f, nil
+		return RouteDumpFilter{}, nil
 	}
-	b := m.Data
-	if len(b) < rtmsgLen {
-		return f, Errorf(syscall.EINVAL, "Invalid header for FIB dump request")
-	}
-	if b[1] != 0 || b[2] != 0 || b[3] != 0 || b[6] != 0 {
-		return f, Errorf(syscall.EINVAL, "Invalid values in header for FIB dump request")
-	}
-	const rtmFCloned, rtmFPrefix = 0x200, 0x800
-	flags := ne.Uint32(b[8:])
-	if flags&^(rtmFCloned|rtmFPrefix) != 0 {
-		return f, Errorf(syscall.EINVAL, "Invalid flags for FIB dump request")
-	}
-	f.Table = uint32(b[4])
-	protocol, typ := b[5], b[7]
-	it := attrsOf(m, rtmsgLen)
-	for {
-		a, ok := it.next()
-		if !ok {
-			break
-		}
-		const rtaOif, rtaTable = 4, 15
-		switch a.typ {
-		case rtaTable:
-			if len(a.data) < 4 {
-				return f, AttrError(syscall.EINVAL, "", a.off)
-			}
-			f.Table = ne.Uint32(a.data)
-		case rtaOif:
-			if len(a.data) < 4 {
-				return f, AttrError(syscall.EINVAL, "", a.off)
-			}
-			f.Oif = int32(ne.Uint32(a.data))
-			if !hasDev(f.Oif) {
-				return f, Errno(syscall.ENODEV)
-			}
-		default:
-			return f, Errorf(syscall.EINVAL, "Unsupported attribute in dump request")
-		}
-	}
-	if it.leftover() > 0 {
-		return f, Errorf(syscall.EINVAL, "bytes leftover after parsing attributes")
-	}
-	f.Filtered = flags != 0 || protocol != 0 || typ != 0 || f.Table != 0 || f.Oif != 0
-	return f, nil
+	// One decoder for route dump requests (route.go), policy included.
+	d, err := DecodeRouteDumpDev(m, strict, hasDev)
+	return RouteDumpFilter{Table: d.Table, Oif: int32(d.OIF), Filtered: d.Filtered}, err
 }
 
 // IfMcaddr is one multicast address of a device as inet6_fill_ifmcaddr()

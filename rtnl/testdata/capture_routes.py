@@ -163,6 +163,9 @@ CASES = [
     ('err-dump4-trailing', 1, dump(AF4, nla(TABLE, u32(254)), b'\x01\x00')),
     ('err-dump4-table-short', 1, dump(AF4, nla(TABLE, b'\x01\x00'))),
     ('err-dump4-oif-unknown', 1, dump(AF4, nla(OIF, u32(999)))),
+    ('err-dump4-prio-then-oif-unknown', 1, dump(AF4, nla(PRIO, u32(1)), nla(OIF, u32(999)))),
+    ('err-dump4-oif-unknown-then-dst', 1, dump(AF4, nla(OIF, u32(999)), nla(DST, a4('10.0.0.0')))),
+    ('err-dump6-table-then-oif-unknown', 1, dump(AF6, nla(TABLE, u32(100)), nla(OIF, u32(999)))),
     ('err-dump4-legacy-hdr-ok', 0, dump(AF4, nla(PRIO, u32(1)), dst_len=8, scope=9)),
     # ip_metrics_convert() (RouteMsg.ConvertMetrics): otherwise valid routes
     # whose metrics fail, then one that succeeds with clamped values and the
