@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nlemu/nlemu/rtnl"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,6 +49,31 @@ type Link struct {
 	// Inet4MCStamp is when the device joined 224.0.0.1 (ip_mc_up() on its
 	// last up), in 1/100 s since boot; it is a member only while up.
 	Inet4MCStamp uint32
+
+	// Kind is the rtnl_link_ops kind ("veth", "bridge", "dummy"); lo has
+	// none (it cannot be created or deleted).
+	Kind string
+	// Peer is a veth's peer ifindex (IFLA_LINK), 0 while it has none.
+	Peer int32
+	// Master is the ifindex of the bridge this device is a port of.
+	Master int32
+	// Group is dev->group (IFLA_GROUP).
+	Group uint32
+	// Promiscuity and Allmulti are the dev_set_promiscuity() /
+	// dev_set_allmulti() counters (a bridge port holds one of each).
+	Promiscuity, Allmulti uint32
+	// CarrierUp and CarrierDown count netif_carrier_on() / _off() changes
+	// (IFLA_CARRIER_UP_COUNT / _DOWN_COUNT; IFLA_CARRIER_CHANGES is their
+	// sum).
+	CarrierUp, CarrierDown uint32
+	// AddrSet is addr_assign_type NET_ADDR_SET: the address was given by
+	// the user (a bridge then stops following its ports' addresses).
+	AddrSet bool
+	// MTUSet is a bridge's BROPT_MTU_SET_BY_USER.
+	MTUSet bool
+	// Bridge is a bridge's state (br_fill_info()); Port a bridge port's.
+	Bridge *rtnl.BridgeInfo
+	Port   *rtnl.BridgePortInfo
 }
 
 // Inet6Dev is the IPv6 state of a device (struct inet6_dev) that
@@ -197,11 +223,14 @@ func loopback() Link {
 type Devices struct {
 	mu    sync.Mutex             // serializes changes
 	links atomic.Pointer[[]Link] // immutable snapshot, in ifindex order
+	// lastIndex is the last ifindex handed out (dev_index_reserve():
+	// xa_alloc_cyclic() from the one after it); guarded by mu.
+	lastIndex int32
 }
 
 // New returns the devices of a fresh namespace: lo, down, like the kernel's.
 func New() *Devices {
-	d := &Devices{}
+	d := &Devices{lastIndex: LoopbackIndex}
 	links := []Link{loopback()}
 	d.links.Store(&links)
 	return d

@@ -21,17 +21,25 @@ func linkMsg(l netdev.Link) *rtnl.LinkMsg {
 		Type: l.Type, Index: l.Index, Flags: l.WireFlags(), Name: []byte(l.Name),
 		TxQueueLen: l.TxQueueLen, OperState: l.WireOperState(), NetnsImmutable: l.NetnsImmutable,
 		MTU: l.MTU, MinMTU: l.MinMTU, MaxMTU: l.MaxMTU,
+		Group: l.Group, Promiscuity: l.Promiscuity, Allmulti: l.Allmulti,
 		NumTxQueues: l.NumTxQueues, NumRxQueues: l.NumRxQueues,
 		GSOMaxSegs: l.GSOMaxSegs, GSOMaxSize: l.GSOMaxSize, GROMaxSize: l.GROMaxSize,
 		GSOIPv4MaxSize: l.GSOIPv4MaxSize, GROIPv4MaxSize: l.GROIPv4MaxSize,
 		TSOMaxSize: l.TSOMaxSize, TSOMaxSegs: l.TSOMaxSegs,
-		Carrier: l.Carrier, Address: l.Address, Broadcast: l.Broadcast,
+		Master:  uint32(l.Master),
+		Carrier: l.Carrier, CarrierChanges: l.CarrierUp + l.CarrierDown,
+		CarrierUpCnt: l.CarrierUp, CarrierDnCnt: l.CarrierDown,
+		Address: l.Address, Broadcast: l.Broadcast,
 		Qdisc: l.Qdisc, Inet4Conf: l.Inet4Conf,
 		Inet6: &rtnl.Inet6Info{
 			Flags: l.Inet6.Flags, Tstamp: l.Inet6.Tstamp,
 			ReachableTime: l.Inet6.ReachableTime, RetransTime: l.Inet6.RetransTime,
 			Conf: l.Inet6.Conf, AddrGenMode: l.Inet6.AddrGenMode,
 		},
+		Kind: l.Kind, Bridge: l.Bridge, BridgePort: l.Port,
+	}
+	if l.Kind == netdev.KindVeth {
+		m.IfLink, m.HasIfLink = l.Peer, true
 	}
 	return m
 }
@@ -75,87 +83,126 @@ func (ns *Namespace) findLink(q *rtnl.LinkMsg, noKey syscall.Errno) (netdev.Link
 	return l, nil
 }
 
-// iffChangeable are the ifi_flags bits dev_change_flags() acts on
-// (__dev_change_flags(): IFF_UP by opening or closing the device,
-// IFF_PROMISC and IFF_ALLMULTI as counters, the rest as plain bits).
-const iffChangeable = 0x1 | 0x4 | 0x20 | 0x80 | 0x100 | 0x200 | 0x1000 | 0x2000 | 0x4000 | 0x8000
+// findConf is findLink for a change request: by ifindex, else by
+// IFLA_ALT_IFNAME or IFLA_IFNAME (rtnl_dev_get()); ok false when the
+// request names no device.
+func (ns *Namespace) findConf(q *rtnl.LinkConf) (l netdev.Link, found, named bool) {
+	switch {
+	case q.Index > 0:
+		l, found = ns.devs.ByIndex(q.Index)
+		return l, found, true
+	case q.HasAltName:
+		l, found = ns.devs.ByIndex(ns.devs.IndexByName(q.AltName))
+		return l, found, true
+	case q.HasName:
+		l, found = ns.devs.ByIndex(ns.devs.IndexByName(q.Name))
+		return l, found, true
+	}
+	return l, false, false
+}
 
-// setLink is RTM_NEWLINK and RTM_SETLINK on an existing device
-// (rtnl_newlink() / rtnl_setlink() → do_setlink()). Of what do_setlink()
-// can change nlemu implements the IFF_UP flag, with the notifications the
-// kernel sends: the RTM_NEWLINK of __dev_notify_flags() to RTNLGRP_LINK,
-// and when the device comes up addrconf's AF_INET6 RTM_NEWLINK to
-// RTNLGRP_IPV6_IFINFO. Other attributes and flags are refused with
-// EOPNOTSUPP rather than ignored; creating devices is not implemented.
-func (ns *Namespace) setLink(req *Request) *rtnl.Error {
+// unsupportedAttr is the refusal of an attribute nlemu does not implement:
+// EOPNOTSUPP pointing at it, rather than a change half applied.
+func unsupportedAttr(off uint32) *rtnl.Error {
+	return &rtnl.Error{Errno: syscall.EOPNOTSUPP, Msg: "nlemu: this link attribute is not supported yet", Offset: off}
+}
+
+// newLink is rtnl_newlink(): a change of an existing device
+// (rtnl_changelink() → do_setlink()), or with NLM_F_CREATE a new one
+// (rtnl_newlink_create()). It runs with RTNL held (the dispatch row's
+// lockRTNL), as the kernel's.
+func (ns *Namespace) newLink(req *Request) *rtnl.Error {
 	m := req.Msg
-	q, unsupported, err := rtnl.DecodeLinkRequest(m, rtnl.LinkSet)
+	q, err := rtnl.DecodeLinkConf(m)
 	if err != nil {
 		return err
 	}
 	flags := uint16(m.Header.Flags)
-	newlink := uint16(m.Header.Type) == rtnl.RTM_NEWLINK
-	if newlink && q.Index < 0 {
+	if q.Index < 0 {
 		return rtnl.Errorf(syscall.EINVAL, "ifindex can't be negative")
 	}
-	// rtnl_setlink() wants an index or a name (EINVAL); rtnl_newlink()
-	// answers ENODEV for a device that does not exist without
-	// NLM_F_CREATE, and needs a link kind to create one.
-	noKey := syscall.EINVAL
-	if newlink {
-		noKey = syscall.ENODEV
-	}
-	l, err := ns.findLink(q, noKey)
-	if err != nil {
-		if newlink && err.Errno == syscall.ENODEV && flags&rtnl.NLM_F_CREATE != 0 {
-			return rtnl.Errorf(syscall.EOPNOTSUPP, "Unknown device type")
+	l, found, named := ns.findConf(q)
+	if found {
+		if flags&rtnl.NLM_F_EXCL != 0 {
+			return rtnl.Errno(syscall.EEXIST)
 		}
+		if flags&rtnl.NLM_F_REPLACE != 0 {
+			return rtnl.Errno(syscall.EOPNOTSUPP)
+		}
+		// rtnl_changelink(): IFLA_INFO_DATA needs the device's own kind
+		// (and a changelink, which nlemu's kinds do not implement).
+		if q.HasInfoData {
+			return rtnl.Errno(syscall.EOPNOTSUPP)
+		}
+		if q.Unsupported != 0 {
+			return unsupportedAttr(q.Unsupported)
+		}
+		q.Index = l.Index
+		evs, err := ns.devs.Set(l.Index, q)
+		ns.applyLinkEvents(evs)
 		return err
 	}
-	if newlink && flags&rtnl.NLM_F_EXCL != 0 {
-		return rtnl.Errno(syscall.EEXIST)
-	}
-	if newlink && flags&rtnl.NLM_F_REPLACE != 0 {
-		return rtnl.Errno(syscall.EOPNOTSUPP)
-	}
-	if unsupported != 0 {
-		return &rtnl.Error{Errno: syscall.EOPNOTSUPP, Msg: "nlemu: this link attribute is not supported yet", Offset: unsupported}
-	}
-	if q.Flags == 0 && q.Change == 0 {
-		return nil // do_setlink(): no flags to change
-	}
-	// rtnl_dev_combine_flags(): ifi_change selects the bits to take from
-	// ifi_flags; 0 takes them all.
-	want := q.Flags
-	if q.Change != 0 {
-		want = (q.Flags & q.Change) | (l.Flags &^ q.Change)
-	}
-	if (want^l.Flags)&iffChangeable&^netdev.IFF_UP != 0 {
-		return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: only IFF_UP can be changed yet")
-	}
-	ch, ok := ns.devs.ChangeFlags(l.Index, want)
-	if !ok {
+	if flags&rtnl.NLM_F_CREATE == 0 {
+		// No device and no NLM_F_CREATE: ENODEV whether or not the
+		// request named one (rtnl_group_changelink() is not implemented).
+		_ = named
 		return rtnl.Errno(syscall.ENODEV)
 	}
-	if ch != nil {
-		ns.notifyLink(ch)
+	if !netdev.KnownKind(q.Kind) {
+		return netdev.ErrUnknownKind()
 	}
-	return nil
+	if q.Unsupported != 0 {
+		return unsupportedAttr(q.Unsupported)
+	}
+	evs, err := ns.devs.Create(q.Kind, q)
+	ns.applyLinkEvents(evs)
+	return err
 }
 
-// notifyLink sends what the kernel sends for a flag change, in its order:
-// rtmsg_ifinfo(RTM_NEWLINK, dev, changes) from __dev_notify_flags() (no
-// requester: nlmsg_pid and nlmsg_seq 0, never echoed), then, for NETDEV_UP,
-// addrconf_notify()'s inet6_ifinfo_notify().
-func (ns *Namespace) notifyLink(ch *netdev.FlagChange) {
-	if ns.hasListeners(rtnlgrpLink, nil) {
-		m := linkMsg(ch.Notified)
-		m.Change = ch.Changed
-		ns.notify(rtnlgrpLink, rtnl.AppendLink(nil, 0, 0, 0, m, 0), nil)
+// setLink is rtnl_setlink(): do_setlink() on the device the request
+// names by index or name; EINVAL when it names none.
+func (ns *Namespace) setLink(req *Request) *rtnl.Error {
+	if uint16(req.Msg.Header.Type) == rtnl.RTM_NEWLINK {
+		return ns.newLink(req) // the RTM_NEWLINK row until it names newLink itself
 	}
-	if ch.Up && ns.hasListeners(rtnlgrpIPv6Ifinfo, nil) {
-		ns.notify(rtnlgrpIPv6Ifinfo, rtnl.AppendInet6Link(nil, 0, 0, 0, linkMsg(ch.After)), nil)
+	q, err := rtnl.DecodeLinkConf(req.Msg)
+	if err != nil {
+		return err
 	}
+	l, found, named := ns.findConf(q)
+	if !named {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	if !found {
+		return rtnl.Errno(syscall.ENODEV)
+	}
+	if q.Unsupported != 0 {
+		return unsupportedAttr(q.Unsupported)
+	}
+	q.Index = l.Index
+	evs, err := ns.devs.Set(l.Index, q)
+	ns.applyLinkEvents(evs)
+	return err
+}
+
+// delLink is rtnl_dellink(): by index or name; EINVAL when the request
+// names no device (deleting a group is not implemented), ENODEV when it
+// does not exist, EOPNOTSUPP for lo.
+func (ns *Namespace) delLink(req *Request) *rtnl.Error {
+	q, err := rtnl.DecodeLinkConf(req.Msg)
+	if err != nil {
+		return err
+	}
+	l, found, named := ns.findConf(q)
+	if !named {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	if !found {
+		return rtnl.Errno(syscall.ENODEV)
+	}
+	evs, err := ns.devs.Delete(l.Index)
+	ns.applyLinkEvents(evs)
+	return err
 }
 
 // dumpLinks is RTM_GETLINK with NLM_F_DUMP. The family picks the handler
@@ -167,11 +214,28 @@ func (ns *Namespace) dumpLinks(req *Request) Dumper {
 	if err != nil {
 		return errDump{err}
 	}
-	d := &linkDump{links: ns.devs.Links(), seq: req.Msg.Header.Sequence, pid: req.PortID, extMask: q.ExtMask, family: q.Family}
-	// link_master_filtered(): lo is nobody's port, so a master filter
-	// leaves nothing (inet6_dump_ifinfo() has no filters).
-	if q.Family == afBridge || (q.Master != 0 && q.Family != rtnl.AF_INET6) {
-		d.links = nil
+	d := &linkDump{seq: req.Msg.Header.Sequence, pid: req.PortID, extMask: q.ExtMask, family: q.Family}
+	all := ns.devs.Links()
+	switch {
+	case q.Family == afBridge:
+		// rtnl_bridge_getlink(): bridge ports in the AF_BRIDGE format,
+		// which nlemu does not send yet.
+	case q.Family == rtnl.AF_INET6:
+		d.links = all // inet6_dump_ifinfo() has no filters
+	default:
+		// rtnl_dump_ifinfo(): link_master_filtered() and
+		// link_kind_filtered(); a kind without rtnl_link_ops filters
+		// nothing (linkinfo_to_kind_ops() finds none).
+		filterKind := q.Kind != "" && (netdev.KnownKind(q.Kind))
+		if q.Master != 0 || filterKind {
+			d.flags = rtnl.NLM_F_DUMP_FILTERED
+		}
+		for _, l := range all {
+			if masterFiltered(l, int32(q.Master)) || (filterKind && l.Kind != q.Kind) {
+				continue
+			}
+			d.links = append(d.links, l)
+		}
 	}
 	return d
 }
@@ -182,6 +246,19 @@ type linkDump struct {
 	seq, pid uint32
 	extMask  uint32
 	family   uint8
+	flags    uint16 // NLM_F_DUMP_FILTERED when a filter applied
+}
+
+// masterFiltered is link_master_filtered(): -1 asks for devices without
+// a master.
+func masterFiltered(l netdev.Link, master int32) bool {
+	switch master {
+	case 0:
+		return false
+	case -1:
+		return l.Master != 0
+	}
+	return l.Master != master
 }
 
 func (d *linkDump) Err() *rtnl.Error { return nil }
@@ -193,7 +270,7 @@ func (d *linkDump) Fill(dst []byte, limit int) ([]byte, bool) {
 		if d.family == rtnl.AF_INET6 {
 			dst = rtnl.AppendInet6Link(dst, rtnl.NLM_F_MULTI, d.seq, d.pid, m)
 		} else {
-			dst = rtnl.AppendLink(dst, rtnl.NLM_F_MULTI, d.seq, d.pid, m, d.extMask)
+			dst = rtnl.AppendLink(dst, rtnl.NLM_F_MULTI|d.flags, d.seq, d.pid, m, d.extMask)
 		}
 		if len(dst) > limit && n > 0 {
 			return dst[:n], false

@@ -10,6 +10,7 @@ const (
 	IFLA_BROADCAST                  = 2
 	IFLA_IFNAME                     = 3
 	IFLA_MTU                        = 4
+	IFLA_LINK                       = 5
 	IFLA_QDISC                      = 6
 	IFLA_MASTER                     = 10
 	IFLA_STATS                      = 7
@@ -116,6 +117,65 @@ type LinkMsg struct {
 	Qdisc                                      string // "" when the device has none
 	Inet4Conf                                  []int32
 	Inet6                                      *Inet6Info // nil: no inet6_dev
+
+	// IfLink is IFLA_LINK (dev_get_iflink()), sent when HasIfLink: a veth
+	// reports its peer's ifindex, 0 while it has none.
+	IfLink    int32
+	HasIfLink bool
+	// Kind is IFLA_INFO_KIND ("veth", "bridge", "dummy"); "" sends no
+	// IFLA_LINKINFO (lo has no rtnl_link_ops).
+	Kind string
+	// Bridge is a bridge's IFLA_INFO_DATA (br_fill_info()).
+	Bridge *BridgeInfo
+	// BridgePort is a bridge port's IFLA_INFO_SLAVE_KIND "bridge" and
+	// IFLA_INFO_SLAVE_DATA (br_port_fill_slave_info()).
+	BridgePort *BridgePortInfo
+	// EmptyAFSpec sends an empty IFLA_AF_SPEC: the RTM_DELLINK of a device
+	// whose inet and inet6 state NETDEV_UNREGISTER already freed.
+	EmptyAFSpec bool
+}
+
+// BridgeInfo is what br_fill_info() reports of a bridge, in its order.
+// Timers are in clock_t (1/100 s); times in the same unit.
+type BridgeInfo struct {
+	HelloTimer, TcnTimer, TopologyChangeTimer, GCTimer uint64
+	ForwardDelay, HelloTime, MaxAge, AgeingTime        uint32
+	StpState                                           uint32
+	Priority                                           uint16
+	VlanFiltering                                      uint8
+	GroupFwdMask                                       uint16
+	BridgeID, RootID                                   [8]byte // struct ifla_bridge_id
+	RootPort                                           uint16
+	RootPathCost                                       uint32
+	TopologyChange, TopologyChangeDetected             uint8
+	GroupAddr                                          [6]byte
+	BoolOptVal, BoolOptMask                            uint32 // struct br_boolopt_multi
+	FdbNLearned, FdbMaxLearned                         uint32
+	McastRouter, McastSnooping, McastQueryUseIfaddr    uint8
+	McastQuerier, McastStatsEnabled                    uint8
+	McastHashElasticity, McastHashMax                  uint32
+	McastLastMemberCnt, McastStartupQueryCnt           uint32
+	McastIGMPVersion, McastMLDVersion                  uint8
+	McastLastMemberIntvl, McastMembershipIntvl         uint64
+	McastQuerierIntvl, McastQueryIntvl                 uint64
+	McastQueryResponseIntvl, McastStartupQueryIntvl    uint64
+	NFCallIPTables, NFCallIP6Tables, NFCallARPTables   uint8
+}
+
+// BridgePortInfo is what br_port_fill_attrs() reports of a bridge port.
+type BridgePortInfo struct {
+	State                          uint8 // BR_STATE_*
+	Priority                       uint16
+	Cost                           uint32
+	Learning, UnicastFlood         uint8
+	McastFlood, BcastFlood         uint8
+	RootID, BridgeID               [8]byte
+	DesignatedPort, DesignatedCost uint16
+	ID, No                         uint16
+	MessageAgeTimer                uint64
+	ForwardDelayTimer, HoldTimer   uint64
+	MulticastRouter                uint8
+	McastEHTHostsLimit             uint32
 }
 
 // Inet6Info is what inet6_fill_ifla6_attrs() reports for a device.
@@ -190,6 +250,20 @@ func DecodeLinkRequest(m *Message, kind int) (l *LinkMsg, unsupported uint32, er
 				return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(policy{kind: polU32})}
 			}
 			l.Master = ne.Uint32(a.data)
+		case IFLA_LINKINFO:
+			if kind != LinkDump {
+				if unsupported == 0 {
+					unsupported = a.off
+				}
+				break
+			}
+			// linkinfo_to_kind_ops(): the dump filter's kind.
+			_ = walkAttrs(a.data, int(a.off)+nlaHdrLen, func(b rawAttr) *Error {
+				if b.typ == IFLA_INFO_KIND {
+					l.Kind = string(trimNul(b.data))
+				}
+				return nil
+			})
 		case IFLA_EXT_MASK:
 			if len(a.data) < 4 {
 				return &Error{Errno: syscall.ERANGE, Msg: "Attribute failed policy validation", Offset: a.off, Policy: policyNest(policy{kind: polU32})}
@@ -380,6 +454,10 @@ func ifinfoHeader(family uint8, l *LinkMsg) []byte {
 // device (AF_UNSPEC), in the kernel's attribute order. extMask is the
 // request's IFLA_EXT_MASK (0 for notifications).
 func AppendLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg, extMask uint32) []byte {
+	return appendLink(dst, RTM_NEWLINK, flags, seq, pid, l, extMask)
+}
+
+func appendLink(dst []byte, msgType, flags uint16, seq, pid uint32, l *LinkMsg, extMask uint32) []byte {
 	e := linkEnc{b: make([]byte, 0, 1536)}
 	e.str(IFLA_IFNAME, string(l.Name))
 	e.u32(IFLA_TXQLEN, l.TxQueueLen)
@@ -402,6 +480,9 @@ func AppendLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg, extMask u
 	e.u32(IFLA_TSO_MAX_SEGS, l.TSOMaxSegs)
 	e.u32(IFLA_MAX_PACING_OFFLOAD_HORIZON, l.MaxPacingOffloadHorizon)
 	e.u32(IFLA_NUM_RX_QUEUES, l.NumRxQueues)
+	if l.Master != 0 {
+		e.u32(IFLA_MASTER, l.Master) // rtnl_fill_ifinfo(): put_master()
+	}
 	e.flag(IFLA_CARRIER, l.Carrier)
 	e.u32(IFLA_CARRIER_CHANGES, l.CarrierChanges)
 	e.u32(IFLA_CARRIER_UP_COUNT, l.CarrierUpCnt)
@@ -420,12 +501,18 @@ func AppendLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg, extMask u
 	x := e.nest(IFLA_XDP)
 	e.u8(IFLA_XDP_ATTACHED, 0)
 	e.end(x)
+	e.linkinfo(l)
+	if l.HasIfLink {
+		e.u32(IFLA_LINK, uint32(l.IfLink)) // nla_put_iflink(): dev_get_iflink() differs from ifindex
+	}
 	if l.Qdisc != "" {
 		e.str(IFLA_QDISC, l.Qdisc)
 	}
 	// rtnl_fill_link_af(): the families with a fill_link_af, in
 	// registration order (inet, then inet6).
-	if l.Inet4Conf != nil || l.Inet6 != nil {
+	if l.EmptyAFSpec {
+		e.end(e.nest(IFLA_AF_SPEC))
+	} else if l.Inet4Conf != nil || l.Inet6 != nil {
 		af := e.nest(IFLA_AF_SPEC)
 		if l.Inet4Conf != nil {
 			n := e.nest(AF_INET)
@@ -443,7 +530,145 @@ func AppendLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg, extMask u
 	// rtnl_fill_devlink_port() and rtnl_fill_dpll_pin(): empty nests.
 	e.end(e.nest(IFLA_DEVLINK_PORT | nlaFNested))
 	e.end(e.nest(IFLA_DPLL_PIN | nlaFNested))
-	return AppendMessage(dst, RTM_NEWLINK, flags, seq, pid, ifinfoHeader(AF_UNSPEC, l), e.b)
+	return AppendMessage(dst, msgType, flags, seq, pid, ifinfoHeader(AF_UNSPEC, l), e.b)
+}
+
+// AppendDelLink appends the RTM_DELLINK of unregister_netdevice_many():
+// rtnl_fill_ifinfo() of the device's last state, change ^0.
+func AppendDelLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg) []byte {
+	return appendLink(dst, RTM_DELLINK, flags, seq, pid, l, 0)
+}
+
+// Link info attributes (IFLA_INFO_*), bridge (IFLA_BR_*) and bridge port
+// (IFLA_BRPORT_*) attributes.
+const (
+	IFLA_INFO_KIND       = 1
+	IFLA_INFO_DATA       = 2
+	IFLA_INFO_XSTATS     = 3
+	IFLA_INFO_SLAVE_KIND = 4
+	IFLA_INFO_SLAVE_DATA = 5
+
+	VETH_INFO_PEER = 1
+
+	IFLA_VLAN_ID       = 1
+	IFLA_VLAN_PROTOCOL = 5
+)
+
+// linkinfo is rtnl_link_fill(): IFLA_INFO_KIND and the kind's
+// fill_info(), then rtnl_link_slave_info_fill() for a port.
+func (e *linkEnc) linkinfo(l *LinkMsg) {
+	if l.Kind == "" && l.BridgePort == nil {
+		return
+	}
+	li := e.nest(IFLA_LINKINFO)
+	if l.Kind != "" {
+		e.str(IFLA_INFO_KIND, l.Kind)
+	}
+	if b := l.Bridge; b != nil {
+		d := e.nest(IFLA_INFO_DATA)
+		e.bridge(b)
+		e.end(d)
+	}
+	if p := l.BridgePort; p != nil {
+		e.str(IFLA_INFO_SLAVE_KIND, "bridge")
+		d := e.nest(IFLA_INFO_SLAVE_DATA)
+		e.bridgePort(p)
+		e.end(d)
+	}
+	e.end(li)
+}
+
+func (e *linkEnc) u64(t uint16, v uint64) { e.put(t, ne.AppendUint64(nil, v)) }
+
+// bridge is br_fill_info() (net/bridge/br_netlink.c) on 6.18 for a bridge
+// without VLAN filtering support compiled in, as measured.
+func (e *linkEnc) bridge(b *BridgeInfo) {
+	e.u64(16, b.HelloTimer) // IFLA_BR_HELLO_TIMER
+	e.u64(17, b.TcnTimer)
+	e.u64(18, b.TopologyChangeTimer)
+	e.u64(19, b.GCTimer)
+	e.u32(1, b.ForwardDelay) // IFLA_BR_FORWARD_DELAY
+	e.u32(2, b.HelloTime)
+	e.u32(3, b.MaxAge)
+	e.u32(4, b.AgeingTime)
+	e.u32(5, b.StpState)
+	e.u16(6, b.Priority)
+	e.u8(7, b.VlanFiltering)
+	e.u16(9, b.GroupFwdMask)
+	e.put(11, b.BridgeID[:]) // IFLA_BR_BRIDGE_ID
+	e.put(10, b.RootID[:])   // IFLA_BR_ROOT_ID
+	e.u16(12, b.RootPort)
+	e.u32(13, b.RootPathCost)
+	e.u8(14, b.TopologyChange)
+	e.u8(15, b.TopologyChangeDetected)
+	e.put(20, b.GroupAddr[:])
+	e.put(46, ne.AppendUint32(ne.AppendUint32(nil, b.BoolOptVal), b.BoolOptMask)) // IFLA_BR_MULTI_BOOLOPT
+	e.u32(48, b.FdbNLearned)
+	e.u32(49, b.FdbMaxLearned)
+	e.u8(22, b.McastRouter)
+	e.u8(23, b.McastSnooping)
+	e.u8(24, b.McastQueryUseIfaddr)
+	e.u8(25, b.McastQuerier)
+	e.u8(42, b.McastStatsEnabled)
+	e.u32(26, b.McastHashElasticity)
+	e.u32(27, b.McastHashMax)
+	e.u32(28, b.McastLastMemberCnt)
+	e.u32(29, b.McastStartupQueryCnt)
+	e.u8(43, b.McastIGMPVersion)
+	e.u8(44, b.McastMLDVersion)
+	e.u64(30, b.McastLastMemberIntvl)
+	e.u64(31, b.McastMembershipIntvl)
+	e.u64(32, b.McastQuerierIntvl)
+	e.u64(33, b.McastQueryIntvl)
+	e.u64(34, b.McastQueryResponseIntvl)
+	e.u64(35, b.McastStartupQueryIntvl)
+	e.u8(36, b.NFCallIPTables)
+	e.u8(37, b.NFCallIP6Tables)
+	e.u8(38, b.NFCallARPTables)
+}
+
+// bridgePort is br_port_fill_attrs() as measured on 6.18: the flags of a
+// port nobody configured are 0 except those in the struct.
+func (e *linkEnc) bridgePort(p *BridgePortInfo) {
+	e.u8(1, p.State) // IFLA_BRPORT_STATE
+	e.u16(2, p.Priority)
+	e.u32(3, p.Cost)
+	e.u8(4, 0)  // MODE (hairpin)
+	e.u8(5, 0)  // GUARD
+	e.u8(6, 0)  // PROTECT (root_block)
+	e.u8(7, 0)  // FAST_LEAVE
+	e.u8(28, 0) // MCAST_TO_UCAST
+	e.u8(8, p.Learning)
+	e.u8(9, p.UnicastFlood)
+	e.u8(27, p.McastFlood)
+	e.u8(30, p.BcastFlood)
+	e.u8(10, 0) // PROXYARP
+	e.u8(12, 0) // PROXYARP_WIFI
+	e.put(13, p.RootID[:])
+	e.put(14, p.BridgeID[:])
+	e.u16(15, p.DesignatedPort)
+	e.u16(16, p.DesignatedCost)
+	e.u16(17, p.ID)
+	e.u16(18, p.No)
+	e.u8(19, 0)  // TOPOLOGY_CHANGE_ACK
+	e.u8(20, 0)  // CONFIG_PENDING
+	e.u8(29, 0)  // VLAN_TUNNEL
+	e.u16(31, 0) // GROUP_FWD_MASK
+	e.u8(32, 0)  // NEIGH_SUPPRESS
+	e.u8(35, 0)  // ISOLATED
+	e.u8(36, 0)  // LOCKED
+	e.u8(33, 0)  // MAB
+	e.u8(39, 0)  // NEIGH_VLAN_SUPPRESS
+	e.u8(40, 0)
+	e.u8(43, 0)
+	e.u64(21, p.MessageAgeTimer)
+	e.u64(22, p.ForwardDelayTimer)
+	e.u64(23, p.HoldTimer)
+	e.u8(25, p.MulticastRouter)
+	e.u32(37, p.McastEHTHostsLimit)
+	e.u32(38, 0) // MCAST_EHT_HOSTS_CNT
+	e.u32(41, 0) // MCAST_N_GROUPS
+	e.u32(42, 0) // MCAST_MAX_GROUPS
 }
 
 // AppendInet6Link appends the AF_INET6 RTM_NEWLINK of inet6_fill_ifinfo():

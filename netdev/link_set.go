@@ -1,0 +1,425 @@
+package netdev
+
+import (
+	"bytes"
+	"syscall"
+
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// Changes to existing devices: do_setlink() and rtnl_dellink().
+
+// Delete is rtnl_dellink() for device index: EOPNOTSUPP for a device
+// without rtnl_link_ops (lo); a veth takes its peer with it
+// (veth_dellink()), a bridge first releases its ports (br_dev_delete()).
+func (d *Devices) Delete(index int32) ([]Event, *rtnl.Error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.begin()
+	i := c.find(index)
+	if i < 0 {
+		return nil, rtnl.Errno(syscall.ENODEV)
+	}
+	l := c.links[i]
+	if l.Kind == "" {
+		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+	}
+	if l.Kind == KindBridge {
+		for _, p := range c.portsOf(l.Index) {
+			c.release(c.find(p))
+		}
+	}
+	if l.Master != 0 {
+		c.release(i)
+	}
+	dels := []int{c.find(index)}
+	if l.Kind == KindVeth && l.Peer != 0 {
+		if p := c.find(l.Peer); p >= 0 {
+			if c.links[p].Master != 0 {
+				c.release(p)
+			}
+			dels = append(dels, c.find(l.Peer))
+		}
+	}
+	c.unregister(dels)
+	c.bridgePass()
+	c.runLinkwatch()
+	return c.publish(), nil
+}
+
+// Set is do_setlink() on device index, in its order: IFLA_ADDRESS,
+// IFLA_MTU, IFLA_GROUP, the new name, IFLA_BROADCAST, the flags,
+// IFLA_MASTER, IFLA_TXQLEN; then netdev_state_change() when the group was
+// set on a running device. As in the kernel, a failure leaves the steps
+// before it applied (and announced).
+func (d *Devices) Set(index int32, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.begin()
+	err := c.set(index, q)
+	c.bridgePass()
+	c.runLinkwatch()
+	return c.publish(), err
+}
+
+func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
+	i := c.find(index)
+	if i < 0 {
+		return rtnl.Errno(syscall.ENODEV)
+	}
+	// validate_linkmsg()
+	if q.Address != nil && len(q.Address) < 6 {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	if q.Broadcast != nil && len(q.Broadcast) < 6 {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	if q.Address != nil {
+		l := &c.links[i]
+		if l.Kind == "" {
+			// lo has no ndo_set_mac_address.
+			return rtnl.Errno(syscall.EOPNOTSUPP)
+		}
+		a := q.Address[:6]
+		// eth_prepare_mac_addr_change(): is_valid_ether_addr().
+		if a[0]&1 != 0 || bytes.Equal(a, zeroMAC) {
+			return rtnl.Errno(syscall.EADDRNOTAVAIL)
+		}
+		l.Address = append([]byte(nil), a...)
+		l.AddrSet = true
+		if l.Kind == KindBridge {
+			c.setBridgeID(i)
+		}
+		c.msg(i, 0)
+		c.event(EvChangeAddr, i)
+		if l.Master != 0 {
+			c.recalcBridge(c.find(l.Master), true)
+		}
+	}
+	if q.HasMTU && q.MTU != c.links[i].MTU {
+		l := &c.links[i]
+		if err := validateMTU(l, q.MTU); err != nil {
+			return err
+		}
+		l.MTU = q.MTU
+		if l.Kind == KindBridge {
+			l.MTUSet = true
+		}
+		c.msg(i, 0)
+		c.event(EvChangeMTU, i)
+		if l.Master != 0 {
+			c.recalcBridge(c.find(l.Master), true)
+		}
+	}
+	notify := false
+	if q.HasGroup {
+		c.links[i].Group = q.Group
+		notify = true
+	}
+	if q.Index > 0 && q.HasName && len(q.Name) > 0 && string(q.Name) != c.links[i].Name {
+		n, err := c.resolveName(string(q.Name), i)
+		if err != nil {
+			return err
+		}
+		if n != c.links[i].Name {
+			old := c.links[i].Name
+			c.links[i].Name = n
+			c.evs = append(c.evs, Event{Kind: EvRename, Link: c.links[i], OldName: old,
+				Msgs: []Notify{{Kind: NotifyNewLink, Link: c.links[i]}}})
+		}
+	}
+	if q.Broadcast != nil {
+		c.links[i].Broadcast = append([]byte(nil), q.Broadcast[:6]...)
+	}
+	if q.Flags != 0 || q.Change != 0 {
+		want := combineFlags(c.links[i].Flags, q.Flags, q.Change)
+		if err := c.changeFlags(i, want); err != nil {
+			return err
+		}
+	}
+	if q.HasMaster {
+		if err := c.setMaster(i, int32(q.Master)); err != nil {
+			return err
+		}
+	}
+	if q.HasTxQLen && q.TxQLen != c.links[i].TxQueueLen {
+		c.links[i].TxQueueLen = q.TxQLen
+		c.msg(i, 0) // NETDEV_CHANGE_TX_QUEUE_LEN
+	}
+	if notify && c.links[i].Flags&IFF_UP != 0 {
+		c.msg(i, 0) // netdev_state_change()
+		c.event(EvChange, i)
+	}
+	return nil
+}
+
+// changeableFlagBits are the flags nlemu changes: IFF_UP. The kernel's
+// __dev_change_flags() also takes IFF_DEBUG, IFF_NOARP, IFF_MULTICAST and
+// others, and IFF_PROMISC / IFF_ALLMULTI as counters.
+const changeableFlagBits = IFF_UP
+
+// ErrFlagUnsupported is the answer for a flag change nlemu does not
+// implement (anything but IFF_UP).
+func ErrFlagUnsupported() *rtnl.Error {
+	return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: only IFF_UP can be changed yet")
+}
+
+// iffChangeable are the ifi_flags bits dev_change_flags() acts on.
+const iffChangeable = 0x1 | 0x4 | 0x20 | 0x80 | 0x100 | 0x200 | 0x1000 | 0x2000 | 0x4000 | 0x8000
+
+// changeFlags is dev_change_flags() and __dev_notify_flags(): open or
+// close, the RTM_NEWLINK with the changed bits, then NETDEV_UP /
+// NETDEV_DOWN (addrconf marks the inet6_dev ready or not and stamps it).
+func (c *change) changeFlags(i int, want uint32) *rtnl.Error {
+	l := &c.links[i]
+	if (want^l.Flags)&iffChangeable&^changeableFlagBits != 0 {
+		return ErrFlagUnsupported()
+	}
+	if (want^l.Flags)&IFF_UP == 0 {
+		return nil
+	}
+	up := want&IFF_UP != 0
+	if up {
+		c.open(i)
+	} else {
+		c.close(i)
+	}
+	c.msg(i, IFF_UP)
+	if up {
+		c.upDone(i)
+	} else {
+		c.downDone(i)
+	}
+	return nil
+}
+
+// portsOf lists the ports of bridge index in ifindex order.
+func (c *change) portsOf(index int32) []int32 {
+	var ps []int32
+	for _, l := range c.links {
+		if l.Master == index {
+			ps = append(ps, l.Index)
+		}
+	}
+	return ps
+}
+
+// setMaster is do_set_master(): 0 releases the device from its master;
+// another index first releases it, then enslaves it there
+// (ndo_add_slave(): br_add_if()).
+func (c *change) setMaster(i int, master int32) *rtnl.Error {
+	cur := c.links[i].Master
+	if cur == master {
+		return nil
+	}
+	if cur != 0 {
+		c.release(i)
+	}
+	if master == 0 {
+		return nil
+	}
+	m := c.find(master)
+	if m < 0 {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	if c.links[m].Kind != KindBridge {
+		return rtnl.Errno(syscall.EOPNOTSUPP) // no ndo_add_slave
+	}
+	return c.enslave(m, i)
+}
+
+// enslave is br_add_if(): the port gets allmulti and promiscuity, becomes
+// the bridge's lower (NETDEV_CHANGEUPPER: an RTM_NEWLINK of each), then
+// the bridge recalculates its address, MTU and carrier.
+func (c *change) enslave(m, i int) *rtnl.Error {
+	p := &c.links[i]
+	switch {
+	case p.Kind == KindBridge:
+		return rtnl.Errorf(syscall.ELOOP, "Can not enslave a bridge to a bridge")
+	case p.Flags&IFF_LOOPBACK != 0 || p.Type != arphrdEther:
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	p.Master = c.links[m].Index
+	p.Allmulti++
+	p.Port = &rtnl.BridgePortInfo{
+		Priority: 32, Cost: portCost(p), Learning: 1, UnicastFlood: 1,
+		McastFlood: 1, BcastFlood: 1, MulticastRouter: 1, McastEHTHostsLimit: 512,
+	}
+	c.msg(i, 0)
+	c.links[i].Promiscuity++
+	c.msg(i, IFF_PROMISC)
+	c.numberPort(m, i)
+	c.msg(m, 0)
+	c.recalcBridge(m, true)
+	return nil
+}
+
+// portCost is port_cost(): from the link speed; a veth reports 10 Gb/s
+// (cost 2), a device without ethtool speed gets 100.
+func portCost(l *Link) uint32 {
+	if l.Kind == KindVeth {
+		return 2
+	}
+	return 100
+}
+
+// numberPort gives port i the lowest free port number of bridge m
+// (find_portno()) and its port id (br_make_port_id(): priority 0x8 in
+// the top nibble).
+func (c *change) numberPort(m, i int) {
+	used := map[uint16]bool{}
+	for _, x := range c.portsOf(c.links[m].Index) {
+		if j := c.find(x); j != i && c.links[j].Port != nil {
+			used[c.links[j].Port.No] = true
+		}
+	}
+	no := uint16(1)
+	for used[no] {
+		no++
+	}
+	pi := *c.links[i].Port
+	pi.No = no
+	pi.ID = 0x8000 | no
+	pi.DesignatedPort = pi.ID
+	c.links[i].Port = &pi
+}
+
+// release is br_del_if() / del_nbp(): promiscuity and allmulti drop
+// (one RTM_NEWLINK with IFF_PROMISC changed), the port leaves
+// (NETDEV_CHANGEUPPER), and the bridge recalculates.
+func (c *change) release(i int) {
+	p := &c.links[i]
+	m := c.find(p.Master)
+	p.Promiscuity--
+	p.Allmulti--
+	c.msg(i, IFF_PROMISC)
+	p = &c.links[i]
+	p.Master = 0
+	p.Port = nil
+	c.msg(i, 0)
+	if m >= 0 {
+		c.recalcMTU(m)
+		c.msg(m, 0)
+		if len(c.portsOf(c.links[m].Index)) == 0 {
+			c.setCarrier(m, false) // no live port left
+		}
+		c.recalcBridge(m, false)
+	}
+}
+
+// recalcMTU is br_mtu_auto_adjust(): a bridge whose MTU the user did not
+// set follows its smallest port (1500 with none).
+func (c *change) recalcMTU(m int) bool {
+	b := &c.links[m]
+	if b.MTUSet {
+		return false
+	}
+	mtu := uint32(0)
+	for _, x := range c.portsOf(b.Index) {
+		if pm := c.links[c.find(x)].MTU; mtu == 0 || pm < mtu {
+			mtu = pm
+		}
+	}
+	if mtu == 0 {
+		mtu = 1500
+	}
+	if mtu == b.MTU {
+		return false
+	}
+	b.MTU = mtu
+	return true
+}
+
+// recalcBridge is br_stp_recalculate_bridge_id() and br_mtu_auto_adjust()
+// after a port change: a bridge without a user-set address takes the
+// smallest of its ports' (all zero once it has none); an RTM_NEWLINK when
+// something changed (NETDEV_CHANGEADDR / NETDEV_CHANGEMTU).
+func (c *change) recalcBridge(m int, mtu bool) {
+	if m < 0 {
+		return
+	}
+	changed := false
+	if mtu && c.recalcMTU(m) {
+		changed = true
+	}
+	b := &c.links[m]
+	if !b.AddrSet {
+		var best []byte
+		for _, x := range c.portsOf(b.Index) {
+			a := c.links[c.find(x)].Address
+			if best == nil || bytes.Compare(a, best) < 0 {
+				best = a
+			}
+		}
+		if best == nil {
+			best = zeroMAC
+		}
+		if !bytes.Equal(best, b.Address) {
+			b.Address = append([]byte(nil), best...)
+			changed = true
+		}
+	}
+	c.setBridgeID(m)
+	c.portStates(m)
+	if changed {
+		c.msg(m, 0)
+	}
+}
+
+// setBridgeID sets bridge m's id and root id from its priority and
+// address (br_stp_change_bridge_id()); a bridge that never had a port or
+// an address set keeps the all-zero id it starts with.
+func (c *change) setBridgeID(m int) {
+	b := &c.links[m]
+	if !b.AddrSet && len(c.portsOf(b.Index)) == 0 && b.Bridge.BridgeID == ([8]byte{}) {
+		return
+	}
+	bi := *b.Bridge
+	bi.BridgeID[0], bi.BridgeID[1] = byte(bi.Priority>>8), byte(bi.Priority)
+	copy(bi.BridgeID[2:], b.Address)
+	bi.RootID = bi.BridgeID
+	b.Bridge = &bi
+	for _, x := range c.portsOf(b.Index) {
+		j := c.find(x)
+		pi := *c.links[j].Port
+		pi.RootID, pi.BridgeID = bi.BridgeID, bi.BridgeID
+		c.links[j].Port = &pi
+	}
+}
+
+// portStates is br_port_state_selection() with STP off: a port is
+// forwarding while it and the bridge are up and it has carrier, else
+// disabled; a bridge with ports has carrier while one forwards.
+func (c *change) portStates(m int) {
+	b := c.links[m]
+	ports := c.portsOf(b.Index)
+	live := false
+	for _, x := range ports {
+		j := c.find(x)
+		p := c.links[j]
+		st := uint8(brStateDisabled)
+		if b.Flags&IFF_UP != 0 && p.Flags&IFF_UP != 0 && p.Carrier {
+			st = brStateForwarding
+			live = true
+		}
+		if p.Port.State != st {
+			pi := *p.Port
+			pi.State = st
+			c.links[j].Port = &pi
+		}
+	}
+	if len(ports) > 0 {
+		c.setCarrier(m, live)
+	}
+}
+
+// bridgePass recomputes every bridge's port states and carrier after a
+// change (the kernel does it from the ports' NETDEV_UP / NETDEV_DOWN /
+// NETDEV_CHANGE: br_device_event()).
+func (c *change) bridgePass() {
+	for m := range c.links {
+		if c.links[m].Kind == KindBridge {
+			c.portStates(m)
+		}
+	}
+}
