@@ -85,7 +85,8 @@ func rotate(r Route, k int) Route {
 
 // insert6 inserts r; a route with several hops is added hop by hop as
 // ip6_route_multipath_add() does, with one notification at the end, and
-// the hops already added removed again when one fails.
+// the hops already added removed again when one fails. Two equal hops in
+// the request fail before anything is added (ip6_route_info_append()).
 func (t *Tables) insert6(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 	if len(r.Nexthops) <= 1 {
 		return t.add6(r, nlFlags, true)
@@ -98,6 +99,13 @@ func (t *Tables) insert6(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 	if nlFlags&rtnl.NLM_F_APPEND != 0 {
 		notify |= rtnl.NLM_F_APPEND
 	}
+	for i := range r.Nexthops {
+		for j := range i {
+			if r.Nexthops[i].Dev == r.Nexthops[j].Dev && r.Nexthops[i].Gateway == r.Nexthops[j].Gateway {
+				return Change{}, rtnl.Errno(syscall.EEXIST)
+			}
+		}
+	}
 	var c Change
 	var done []Route
 	flags := nlFlags
@@ -105,19 +113,15 @@ func (t *Tables) insert6(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 		one := r
 		one.Nexthops = r.Nexthops[i : i+1]
 		if _, err := t.add6(one, flags, false); err != nil {
-			if len(done) > 0 {
-				// ip6_route_mpath_notify() for the hops that went in, then
-				// ip6_route_del() of each with its own notification.
-				if e, ok := t.entryOf(done[0]); ok {
-					c.add(rtnl.RTM_NEWROUTE, notify, e)
-				}
-				for _, d := range done {
-					dc, _ := t.delete6(Match{Family: afInet6, Table: d.Table, Dst: d.Dst, Src: d.Src,
-						Priority: d.Priority, Oif: d.Nexthops[0].Dev, Gateway: d.Nexthops[0].Gateway})
-					c.Events = append(c.Events, dc.Events...)
-				}
+			// Linux 6.18 removes the hops already added and notifies
+			// nothing, neither their add nor their removal (measured:
+			// "prepend nexthop via A nexthop via B" over an existing
+			// "via B" is EEXIST with no RTM_NEWROUTE/RTM_DELROUTE).
+			for _, d := range done {
+				t.delete6(Match{Family: afInet6, Table: d.Table, Dst: d.Dst, Src: d.Src,
+					Priority: d.Priority, Oif: d.Nexthops[0].Dev, Gateway: d.Nexthops[0].Gateway})
 			}
-			return c, err
+			return Change{}, err
 		}
 		done = append(done, one)
 		// After the first hop a collision has already failed it, and a
