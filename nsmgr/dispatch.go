@@ -66,6 +66,7 @@ var rtnlTable = []row{
 	{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_GETLINK, doit: (*Namespace).getLink, dumpit: dumpLinksRow},
 	{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_NEWLINK, doit: (*Namespace).setLink, flags: lockRTNL},
 	{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_SETLINK, doit: (*Namespace).setLink, flags: lockRTNL},
+	{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_DELLINK, doit: (*Namespace).delLink, flags: lockRTNL},
 
 	// Namespace ids: net_ns_init().
 	{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_GETNSID, doit: (*Namespace).getNSID},
