@@ -1,5 +1,7 @@
 package rtnl
 
+import "iter"
+
 // nlaHdrLen is sizeof(struct nlattr).
 const nlaHdrLen = 4
 
@@ -74,3 +76,44 @@ func (it *attrIter) next() (rawAttr, bool) {
 // leftover is __nla_validate_parse()'s "rem" after the walk: bytes after
 // the last whole attribute (negative when its padding was cut short).
 func (it *attrIter) leftover() int { return len(it.b) - it.off }
+
+// Attr is one netlink attribute as the kernel's nla_for_each_attr() sees
+// it: the type without its flag bits, whether NLA_F_NESTED was set, the
+// payload (nla_len - 4 bytes, padding excluded) and the offset of its
+// header from the start of the walked buffer.
+type Attr struct {
+	Type   uint16
+	Nested bool
+	Data   []byte
+	Off    int
+}
+
+// Attrs iterates over the attributes in b with the kernel's nla_ok() /
+// nla_next() rules: the walk ends silently at an attribute whose length is
+// shorter than its header or longer than what is left, and a last
+// attribute's padding may be cut short. It is the one attribute walker for
+// code outside rtnl (clients, tests, renderers); AttrsLeftover tells what
+// the walk left.
+func Attrs(b []byte) iter.Seq[Attr] {
+	return func(yield func(Attr) bool) {
+		for it := (attrIter{b: b}); ; {
+			a, ok := it.next()
+			if !ok || !yield(Attr{Type: a.typ, Nested: a.nested, Data: a.data, Off: int(a.off)}) {
+				return
+			}
+		}
+	}
+}
+
+// AttrsLeftover returns the bytes after the last whole attribute of b
+// (__nla_validate_parse()'s rem: what the kernel warns about as "bytes
+// leftover after parsing attributes"; negative when the last attribute's
+// padding was cut short).
+func AttrsLeftover(b []byte) int {
+	it := attrIter{b: b}
+	for {
+		if _, ok := it.next(); !ok {
+			return it.leftover()
+		}
+	}
+}
