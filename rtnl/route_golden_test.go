@@ -206,3 +206,45 @@ func TestRouteGoldenMetrics(t *testing.T) {
 		t.Errorf("only %d metrics cases", n)
 	}
 }
+
+// TestRouteGoldenEncap replays the recorded RTA_ENCAP_TYPE requests through
+// ValidEncapType / ValidMultipathEncap: the kernel's unknown / unsupported
+// answers byte for byte, and nil for the types it has built in ("-ok",
+// which the kernel then fails on the prefix length the case sets).
+func TestRouteGoldenEncap(t *testing.T) {
+	n := 0
+	for _, c := range loadGolden(t) {
+		if !strings.HasPrefix(c.name, "enc-") || strings.HasSuffix(c.name, "-order") {
+			continue
+		}
+		n++
+		m := &SplitDatagram(c.req)[0]
+		r, err := DecodeRouteRequest(m)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", c.name, err)
+		}
+		if r.Has(RTA_MULTIPATH) {
+			err = ValidMultipathEncap(r.Multipath)
+		} else {
+			err = ValidEncapType(r.EncapType)
+		}
+		if strings.HasSuffix(c.name, "-ok") {
+			if err != nil {
+				t.Errorf("%s: %v; the kernel accepts the type", c.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: accepted; the kernel refused", c.name)
+			continue
+		}
+		kern := c.reps[0]
+		got := AppendAck(nil, m, SplitDatagram(kern)[0].Header.PID, err, AckOptions{ExtAck: true})
+		if d := cmp.Diff(hex.EncodeToString(kern), hex.EncodeToString(got)); d != "" {
+			t.Errorf("%s: ack differs (-kernel +ours):\n%s", c.name, d)
+		}
+	}
+	if n < 9 {
+		t.Errorf("only %d encap cases", n)
+	}
+}

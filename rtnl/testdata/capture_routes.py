@@ -167,6 +167,21 @@ CASES = [
     ('err-dump4-oif-unknown-then-dst', 1, dump(AF4, nla(OIF, u32(999)), nla(DST, a4('10.0.0.0')))),
     ('err-dump6-table-then-oif-unknown', 1, dump(AF6, nla(TABLE, u32(100)), nla(OIF, u32(999)))),
     ('err-dump4-legacy-hdr-ok', 0, dump(AF4, nla(PRIO, u32(1)), dst_len=8, scope=9)),
+    # lwtunnel_valid_encap_type() (ValidEncapType) and
+    # lwtunnel_valid_encap_type_attr() (ValidMultipathEncap): otherwise
+    # valid requests with dst_len 33, so an accepted type answers "Invalid
+    # prefix length" (checked after the attribute loop).
+    ('enc-type0', 0, new4(D4, nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(0)), dst_len=33)),
+    ('enc-type-mpls', 0, new4(D4, nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(1)), dst_len=33)),
+    ('enc-type-ip-ok', 0, new4(D4, nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(2)), dst_len=33)),
+    ('enc-type-bpf-ok', 0, new4(D4, nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(6)), dst_len=33)),
+    ('enc-type-xfrm', 0, new4(D4, nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(10)), dst_len=33)),
+    ('enc-type11', 0, new4(D4, nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(11)), dst_len=33)),
+    ('enc-mp-type200', 0, new4(D4, nla(MP, struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, u16(200))), dst_len=33)),
+    ('enc-mp-type-short', 0, new4(D4, nla(MP, struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, b'\x01')), dst_len=33)),
+    ('enc-mp-second-hop', 0, new4(D4, nla(MP, struct.pack('=HBBi', 8, 0, 0, 3) + struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, u16(3))), dst_len=33)),
+    ('enc-v6-mpls', 0, new6(nla(DST, a6('2001:db8:f2::')), nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(1)), tos=0)),
+    ('enc-v6-mp-order', 0, new6(nla(DST, a6('2001:db8:f2::')), nla(MP, struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, u16(200))), tos=0)),
     # ip_metrics_convert() (RouteMsg.ConvertMetrics): otherwise valid routes
     # whose metrics fail, then one that succeeds with clamped values and the
     # fibmatch get that shows what the kernel stored.
