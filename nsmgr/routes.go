@@ -482,3 +482,6 @@ func (d *routeDump) Fill(dst []byte, limit int) ([]byte, bool) {
 	}
 	return dst, true
 }
+
+// IPv6Tables returns the IPv6 table registry (for tests and stats).
+func (ns *Namespace) IPv6Tables() *fib.Tables { return ns.v6 }

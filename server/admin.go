@@ -83,11 +83,19 @@ type Stats struct {
 	Errors           map[string]uint64 `json:"errors"`
 	Rules            map[string]int    `json:"rules"`
 	PeakRSSBytes     uint64            `json:"peak_rss_bytes"` // the server process's VmHWM (rss.go)
+	// Routes counts stored routes per family (an IPv6 ECMP set once);
+	// RouteChanges counts route requests by the lock they took:
+	// "inet_rtnl" (IPv4, under RTNL) and "inet6_writer" (IPv6, the
+	// namespace's IPv6 FIB writer lock only).
+	Routes       map[string]int    `json:"routes"`
+	RouteChanges map[string]uint64 `json:"route_changes"`
 }
 
 var typeNames = map[int]string{
 	rtnl.RTM_NEWLINK: "RTM_NEWLINK", rtnl.RTM_GETLINK: "RTM_GETLINK", rtnl.RTM_GETADDR: "RTM_GETADDR",
 	rtnl.RTM_GETROUTE: "RTM_GETROUTE", rtnl.RTM_NEWROUTE: "RTM_NEWROUTE", rtnl.RTM_NEWRULE: "RTM_NEWRULE",
+	rtnl.RTM_DELROUTE: "RTM_DELROUTE", rtnl.RTM_NEWADDR: "RTM_NEWADDR", rtnl.RTM_DELADDR: "RTM_DELADDR",
+	rtnl.RTM_DELLINK: "RTM_DELLINK", rtnl.RTM_SETLINK: "RTM_SETLINK",
 	rtnl.RTM_DELRULE: "RTM_DELRULE", rtnl.RTM_GETRULE: "RTM_GETRULE",
 	// The startup dumps and gets (nsmgr/startup.go).
 	rtnl.RTM_GETNEIGH: "RTM_GETNEIGH", rtnl.RTM_GETNETCONF: "RTM_GETNETCONF", rtnl.RTM_GETNEXTHOP: "RTM_GETNEXTHOP",
@@ -110,6 +118,10 @@ func (s *Server) Stats() Stats {
 		RTNLWaitS: ls.Wait.Seconds(), RTNLHoldS: ls.Hold.Seconds(),
 		Namespaces: s.nsm.Len(), Datagrams: tot.datagrams,
 		Messages: map[string]uint64{}, Errors: map[string]uint64{}, Rules: map[string]int{},
+		Routes: map[string]int{}, RouteChanges: map[string]uint64{
+			"inet_rtnl":        nsmgr.RouteChanges.IPv4RTNL.Load(),
+			"inet6_writer": nsmgr.RouteChanges.IPv6Writer.Load(),
+		},
 		PeakRSSBytes: peakRSSBytes(),
 	}
 	s.mu.Lock()
@@ -133,6 +145,8 @@ func (s *Server) Stats() Stats {
 		for id, name := range familyNames {
 			st.Rules[name] += ns.Rules(id).Len()
 		}
+		st.Routes["inet"] += ns.IPv4Tables().Routes()
+		st.Routes["inet6"] += ns.IPv6Tables().Routes()
 	})
 	return st
 }

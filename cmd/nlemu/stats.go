@@ -45,6 +45,12 @@ func runStats(args []string) int {
 		rules[k] = uint64(v)
 	}
 	printMap("rules", rules)
+	routes := map[string]uint64{}
+	for k, v := range st.Routes {
+		routes[k] = uint64(v)
+	}
+	printMap("routes", routes)
+	printMap("route changes", st.RouteChanges)
 	return 0
 }
 
