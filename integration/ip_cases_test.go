@@ -27,6 +27,17 @@ package integration
 //	# ip-options: -6     the lines that follow run as a separate
 //	                     `ip -6 -force -batch` in the same namespaces; an
 //	                     empty option list goes back to plain `ip`
+//	# settle             the lines that follow run as a separate batch (same
+//	                     options), started once the kernel side has settled
+//	                     (ipcSettle): link state changes reach the routes
+//	                     through the linkwatch work queue and an IPv6
+//	                     address gets its local route from the DAD work even
+//	                     with nodad, both after the command returned; nlemu
+//	                     does both synchronously, so it is not waited for
+//	# monitor: OBJECTS   `ip monitor OBJECTS` (leading -options go before
+//	                     "monitor") runs beside the whole case on each side,
+//	                     and prints the same lines on both (route_diff_test.go;
+//	                     it must show IPv4 routes: its markers are routes)
 //
 // iproute2 6.1 takes global options such as -6 only on the command line, not
 // on a batch line ("Object "-6" is unknown"), hence the directive. Each
@@ -45,6 +56,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ipcCase is one parsed case file.
@@ -53,17 +65,21 @@ type ipcCase struct {
 	lines      []string
 	expectFail bool
 	segments   []ipcSegment
+	monitor    []string // ip's arguments for the # monitor: directive, or nil
 }
 
 // ipcSegment is a run of lines executed by one `ip OPTS -force -batch`.
 type ipcSegment struct {
 	opts        []string
-	first, last int // 1-based line numbers, inclusive
+	first, last int  // 1-based line numbers, inclusive
+	settle      bool // wait for ipcSettle on the kernel side first
 }
 
 const (
 	ipcDirExpectFail = "# expect-fail"
 	ipcDirOptions    = "# ip-options:"
+	ipcDirSettle     = "# settle"
+	ipcDirMonitor    = "# monitor:"
 )
 
 func ipcParseCase(path string) (*ipcCase, error) {
@@ -83,12 +99,18 @@ func ipcParseCase(path string) (*ipcCase, error) {
 		switch {
 		case trimmed == ipcDirExpectFail:
 			c.expectFail = true
-		case strings.HasPrefix(trimmed, ipcDirOptions):
+		case strings.HasPrefix(trimmed, ipcDirMonitor):
+			c.monitor = rdMonitorArgs(strings.Fields(strings.TrimPrefix(trimmed, ipcDirMonitor)))
+		case strings.HasPrefix(trimmed, ipcDirOptions), trimmed == ipcDirSettle:
 			if n > seg.first {
 				seg.last = n - 1
 				c.segments = append(c.segments, seg)
 			}
-			seg = ipcSegment{opts: strings.Fields(strings.TrimPrefix(trimmed, ipcDirOptions)), first: n}
+			if trimmed == ipcDirSettle {
+				seg = ipcSegment{opts: seg.opts, first: n, settle: true}
+			} else {
+				seg = ipcSegment{opts: strings.Fields(strings.TrimPrefix(trimmed, ipcDirOptions)), first: n}
+			}
 		}
 	}
 	seg.last = n
@@ -185,6 +207,10 @@ func TestIPCases(t *testing.T) {
 
 func ipcRunCase(t *testing.T, env *ipcEnv, c *ipcCase) {
 	kernel, nlemu := env.pair(t)
+	var kmon, nmon *rdMonitor
+	if c.monitor != nil {
+		kmon, nmon = rdSyncMonitor(t, kernel, c.monitor), rdSyncMonitor(t, nlemu, c.monitor)
+	}
 	kernelFailed := false
 	for i, seg := range c.segments {
 		dir := filepath.Join(t.TempDir(), "seg")
@@ -196,6 +222,9 @@ func ipcRunCase(t *testing.T, env *ipcEnv, c *ipcCase) {
 			t.Fatal(err)
 		}
 		args := append(slices.Clone(seg.opts), "-force", "-batch", file)
+		if seg.settle {
+			ipcSettle(t, kernel)
+		}
 		k := kernel.runIn(dir, nil, args...)
 		n := nlemu.runIn(dir, nil, args...)
 		if k.Code != 0 {
@@ -214,6 +243,12 @@ func ipcRunCase(t *testing.T, env *ipcEnv, c *ipcCase) {
 		} else {
 			t.Errorf("CASE FILE: a command fails on the kernel; add %q if that is intended", ipcDirExpectFail)
 		}
+	}
+	if ipcComparesRoutes(c.name) || kmon != nil {
+		ipcSettle(t, kernel)
+	}
+	if kmon != nil {
+		rdCompareMonitors(t, c.monitor, kmon, nmon)
 	}
 	ipcCompareState(t, kernel, nlemu, c.name)
 }
@@ -252,6 +287,9 @@ func TestIPCasesOneByOne(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			kernel, nlemu := env.pair(t)
 			for _, seg := range c.segments {
+				if seg.settle {
+					ipcSettle(t, kernel)
+				}
 				for ln := seg.first; ln <= seg.last; ln++ {
 					line, _, _ := strings.Cut(c.lines[ln-1], "#")
 					words := strings.Fields(line)
@@ -265,6 +303,9 @@ func TestIPCasesOneByOne(t *testing.T) {
 						t.Fatalf("the nlemu side did not complete; stopping this case")
 					}
 				}
+			}
+			if ipcComparesRoutes(c.name) {
+				ipcSettle(t, kernel)
 			}
 			ipcCompareState(t, kernel, nlemu, c.name)
 		})
@@ -287,14 +328,46 @@ func TestIPCasesHarness(t *testing.T) {
 		if c.name != "x" || !c.expectFail || len(c.segments) != 3 {
 			t.Fatalf("parsed %+v", c)
 		}
-		want := []ipcSegment{{nil, 1, 2}, {[]string{"-6", "-d"}, 3, 4}, {[]string{}, 5, 6}}
+		want := []ipcSegment{{first: 1, last: 2}, {opts: []string{"-6", "-d"}, first: 3, last: 4}, {opts: []string{}, first: 5, last: 6}}
 		for i, s := range c.segments {
-			if !slices.Equal(s.opts, want[i].opts) || s.first != want[i].first || s.last != want[i].last {
+			if !slices.Equal(s.opts, want[i].opts) || s.first != want[i].first || s.last != want[i].last || s.settle {
 				t.Errorf("segment %d = %+v, want %+v", i, s, want[i])
 			}
 		}
 		if got, want := string(c.segmentFile(c.segments[1])), "\n\n# ip-options: -6 -d\nrule add pref 2 table 2\n\n\n"; got != want {
 			t.Errorf("segment file %q, want %q", got, want)
+		}
+	})
+	t.Run("Settle", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "x.batch")
+		src := "# ip-options: -6\nroute add ::/0 dev lo\n# settle\nroute show\n# settle\n"
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ipcParseCase(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []ipcSegment{{opts: []string{"-6"}, first: 1, last: 2}, {opts: []string{"-6"}, first: 3, last: 4, settle: true}, {opts: []string{"-6"}, first: 5, last: 5, settle: true}}
+		if len(c.segments) != len(want) {
+			t.Fatalf("segments %+v, want %+v", c.segments, want)
+		}
+		for i, s := range c.segments {
+			if !slices.Equal(s.opts, want[i].opts) || s.first != want[i].first || s.last != want[i].last || s.settle != want[i].settle {
+				t.Errorf("segment %d = %+v, want %+v", i, s, want[i])
+			}
+		}
+		if !ipcSettled(ipcSettleLinks, ipcSettleAddrs, ipcSettleLocal) {
+			t.Error("a settled namespace is reported unsettled")
+		}
+		for _, tc := range []struct{ name, links, addrs, local string }{
+			{"operstate lags carrier", strings.Replace(ipcSettleLinks, "state UP", "state LOWERLAYERDOWN", 1), ipcSettleAddrs, ipcSettleLocal},
+			{"carrier lost, operstate up", strings.Replace(ipcSettleLinks, "UP,LOWER_UP> mtu 1500 qdisc noqueue state UP", "NO-CARRIER,UP> mtu 1500 qdisc noqueue state UP", 1), ipcSettleAddrs, ipcSettleLocal},
+			{"local route missing", ipcSettleLinks, ipcSettleAddrs, "local ::1 dev lo proto kernel metric 0 pref medium\n"},
+		} {
+			if ipcSettled(tc.links, tc.addrs, tc.local) {
+				t.Errorf("%s: reported settled", tc.name)
+			}
 		}
 	})
 	t.Run("NormalizeSave", func(t *testing.T) {
@@ -348,4 +421,97 @@ func TestIPCasesHarness(t *testing.T) {
 			t.Errorf("normalized save streams of the default IPv6 rules differ:\n%s", d)
 		}
 	})
+}
+
+// Sample `ip -o link show`, `ip -6 -o addr show` and `ip -6 route show table
+// local` of a settled namespace, for TestIPCasesHarness/Settle.
+const (
+	ipcSettleLinks = `1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00
+2: v1@v0: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue state LOWERLAYERDOWN mode DEFAULT group default qlen 1000\    link/ether 02:00:00:00:00:02 brd ff:ff:ff:ff:ff:ff
+3: v0@v1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default qlen 1000\    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff
+`
+	ipcSettleAddrs = `1: lo    inet6 ::1/128 scope host \       valid_lft forever preferred_lft forever
+2: v1    inet6 2001:db8:1::1/64 scope global nodad \       valid_lft forever preferred_lft forever
+3: v0    inet6 2001:db8::1/64 scope global nodad \       valid_lft forever preferred_lft forever
+3: v0    inet6 2001:db8:2::1/64 scope global tentative \       valid_lft forever preferred_lft forever
+`
+	ipcSettleLocal = "local ::1 dev lo proto kernel metric 0 pref medium\nlocal 2001:db8::1 dev v0 proto kernel metric 0 pref medium\n"
+)
+
+// ipcSettleTimeout bounds the wait for the kernel side to settle.
+const ipcSettleTimeout = 10 * time.Second
+
+// ipcSettle waits until the kernel side has finished the work the kernel
+// defers after a command returns, so that the next segment sees its result
+// (nlemu does this work synchronously): linkwatch (linkwatch_event ->
+// netdev_state_change) sets operstate from the carrier and only then runs
+// the NETDEV_CHANGE notifiers that flag routes RTNH_F_LINKDOWN and configure
+// IPv6 on a device that became ready (addrconf_notify); and an IPv6 address
+// on a device other than lo gets its local route from addrconf_dad_work, even
+// with nodad. So: every link that is up has the operstate its carrier implies,
+// and every IPv6 address that is not tentative, on a link with carrier, has
+// its local route. The 20 ms after that cover the notifier chain that runs
+// after operstate is set. The wait is part of the setup, never a measurement.
+func ipcSettle(t *testing.T, kernel *ipcSide) {
+	t.Helper()
+	deadline := time.Now().Add(ipcSettleTimeout)
+	for {
+		links := kernel.run(nil, "-o", "link", "show")
+		addrs := kernel.run(nil, "-6", "-o", "addr", "show")
+		local := kernel.run(nil, "-6", "route", "show", "table", "local")
+		if ipcSettled(string(links.Stdout), string(addrs.Stdout), string(local.Stdout)) {
+			time.Sleep(20 * time.Millisecond)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel namespace did not settle within %v:\n%s%s%s", ipcSettleTimeout, links.Stdout, addrs.Stdout, local.Stdout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ipcSettled is ipcSettle's condition on the output of `ip -o link show`,
+// `ip -6 -o addr show` and `ip -6 route show table local`.
+func ipcSettled(links, addrs, local string) bool {
+	ready := map[string]bool{} // up with carrier
+	for _, l := range strings.Split(links, "\n") {
+		_, rest, ok := strings.Cut(l, ": ")
+		if !ok {
+			continue
+		}
+		name, rest, _ := strings.Cut(rest, ":")
+		name, _, _ = strings.Cut(name, "@")
+		_, rest, _ = strings.Cut(rest, "<")
+		flagList, rest, _ := strings.Cut(rest, ">")
+		flags := strings.Split(flagList, ",")
+		if !slices.Contains(flags, "UP") {
+			continue
+		}
+		state := ""
+		if _, after, ok := strings.Cut(rest, " state "); ok {
+			state, _, _ = strings.Cut(after, " ")
+		}
+		switch {
+		case slices.Contains(flags, "LOWER_UP"):
+			if state != "UP" && state != "UNKNOWN" {
+				return false
+			}
+			ready[name] = true
+		case slices.Contains(flags, "NO-CARRIER"):
+			if state != "LOWERLAYERDOWN" && state != "DOWN" {
+				return false
+			}
+		}
+	}
+	for _, l := range strings.Split(addrs, "\n") {
+		w := strings.Fields(l)
+		if len(w) < 4 || w[2] != "inet6" || !ready[w[1]] || slices.Contains(w, "tentative") {
+			continue
+		}
+		addr, _, _ := strings.Cut(w[3], "/")
+		if !strings.Contains(local, "local "+addr+" dev "+w[1]+" ") {
+			return false
+		}
+	}
+	return true
 }
