@@ -119,7 +119,7 @@ func (s *Server) Stats() Stats {
 		Namespaces: s.nsm.Len(), Datagrams: tot.datagrams,
 		Messages: map[string]uint64{}, Errors: map[string]uint64{}, Rules: map[string]int{},
 		Routes: map[string]int{}, RouteChanges: map[string]uint64{
-			"inet_rtnl":        nsmgr.RouteChanges.IPv4RTNL.Load(),
+			"inet_rtnl":    nsmgr.RouteChanges.IPv4RTNL.Load(),
 			"inet6_writer": nsmgr.RouteChanges.IPv6Writer.Load(),
 		},
 		PeakRSSBytes: peakRSSBytes(),
