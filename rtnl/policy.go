@@ -124,19 +124,6 @@ func fixedSize(k policyKind) int {
 	return 0
 }
 
-// validate is check for parsers that treat a skipped attribute as an error
-// with Errno 0 (see RouteMsg.parseAttrs).
-func (ps *policySet) validate(a rawAttr, mode validateMode) *Error {
-	use, err := ps.check(a, mode)
-	if err != nil {
-		return err
-	}
-	if !use {
-		return &Error{}
-	}
-	return nil
-}
-
 // rtmIPv4Policy mirrors rtm_ipv4_policy (net/ipv4/fib_frontend.c).
 var rtmIPv4Policy = policySet{strictStart: RTA_DPORT + 1, pol: func() []policy {
 	p := make([]policy, RTA_MAX+1)

@@ -409,13 +409,13 @@ func (r *RouteMsg) parseAttrs(pol *policySet, mode validateMode) *Error {
 		if !ok {
 			break
 		}
-		if err := pol.validate(a, mode); err != nil {
-			if err.Errno == 0 {
-				continue // ignored attribute
-			}
+		use, err := pol.check(a, mode)
+		if err != nil {
 			return err
 		}
-		r.decodeAttr(a)
+		if use {
+			r.decodeAttr(a)
+		}
 	}
 	if it.leftover() > 0 {
 		if mode&validateTrailing != 0 {
