@@ -364,6 +364,7 @@ func TestIPCasesHarness(t *testing.T) {
 			{"operstate lags carrier", strings.Replace(ipcSettleLinks, "state UP", "state LOWERLAYERDOWN", 1), ipcSettleAddrs, ipcSettleLocal},
 			{"carrier lost, operstate up", strings.Replace(ipcSettleLinks, "UP,LOWER_UP> mtu 1500 qdisc noqueue state UP", "NO-CARRIER,UP> mtu 1500 qdisc noqueue state UP", 1), ipcSettleAddrs, ipcSettleLocal},
 			{"local route missing", ipcSettleLinks, ipcSettleAddrs, "local ::1 dev lo proto kernel metric 0 pref medium\n"},
+			{"DAD running", ipcSettleLinks, ipcSettleAddrs + "3: v0    inet6 fe80::1/64 scope link tentative \\       valid_lft forever preferred_lft forever\n", ipcSettleLocal},
 		} {
 			if ipcSettled(tc.links, tc.addrs, tc.local) {
 				t.Errorf("%s: reported settled", tc.name)
@@ -433,7 +434,7 @@ const (
 	ipcSettleAddrs = `1: lo    inet6 ::1/128 scope host \       valid_lft forever preferred_lft forever
 2: v1    inet6 2001:db8:1::1/64 scope global nodad \       valid_lft forever preferred_lft forever
 3: v0    inet6 2001:db8::1/64 scope global nodad \       valid_lft forever preferred_lft forever
-3: v0    inet6 2001:db8:2::1/64 scope global tentative \       valid_lft forever preferred_lft forever
+2: v1    inet6 2001:db8:2::1/64 scope global tentative \       valid_lft forever preferred_lft forever
 `
 	ipcSettleLocal = "local ::1 dev lo proto kernel metric 0 pref medium\nlocal 2001:db8::1 dev v0 proto kernel metric 0 pref medium\n"
 )
@@ -448,9 +449,10 @@ const ipcSettleTimeout = 10 * time.Second
 // the NETDEV_CHANGE notifiers that flag routes RTNH_F_LINKDOWN and configure
 // IPv6 on a device that became ready (addrconf_notify); and an IPv6 address
 // on a device other than lo gets its local route from addrconf_dad_work, even
-// with nodad. So: every link that is up has the operstate its carrier implies,
-// and every IPv6 address that is not tentative, on a link with carrier, has
-// its local route. The 20 ms after that cover the notifier chain that runs
+// with nodad (without nodad, only once DAD has completed, a second or two
+// later). So: every link that is up has the operstate its carrier implies,
+// and every IPv6 address on a link with carrier has finished DAD and has its
+// local route. The 20 ms after that cover the notifier chain that runs
 // after operstate is set. The wait is part of the setup, never a measurement.
 func ipcSettle(t *testing.T, kernel *ipcSide) {
 	t.Helper()
@@ -505,8 +507,11 @@ func ipcSettled(links, addrs, local string) bool {
 	}
 	for _, l := range strings.Split(addrs, "\n") {
 		w := strings.Fields(l)
-		if len(w) < 4 || w[2] != "inet6" || !ready[w[1]] || slices.Contains(w, "tentative") {
+		if len(w) < 4 || w[2] != "inet6" || !ready[w[1]] || slices.Contains(w, "dadfailed") {
 			continue
+		}
+		if slices.Contains(w, "tentative") {
+			return false // DAD still running (addrconf_dad_work)
 		}
 		addr, _, _ := strings.Cut(w[3], "/")
 		if !strings.Contains(local, "local "+addr+" dev "+w[1]+" ") {
