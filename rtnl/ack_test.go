@@ -17,6 +17,9 @@ import (
 func TestParseAckKernelRoundTrip(t *testing.T) {
 	n := 0
 	for _, c := range loadGolden(t) {
+		if c.req == nil {
+			continue // a notification case
+		}
 		req := &SplitDatagram(c.req)[0]
 		for _, rep := range c.reps {
 			m := &SplitDatagram(rep)[0]

@@ -16,7 +16,7 @@ func FuzzRouteDecode(f *testing.F) {
 	}
 	for _, c := range loadGoldenF(f) {
 		f.Add(c.req)
-		for _, r := range c.reps {
+		for _, r := range append(c.reps, c.ntfs...) {
 			f.Add(r)
 		}
 	}

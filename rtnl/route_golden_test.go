@@ -17,6 +17,7 @@ type goldenCase struct {
 	strict bool
 	req    []byte
 	reps   [][]byte
+	ntfs   [][]byte // notifications a "notify" case recorded
 }
 
 func loadGolden(t *testing.T) []goldenCase { return loadGoldenF(t) }
@@ -37,16 +38,19 @@ func loadGoldenF(t testing.TB) []goldenCase {
 		case "case":
 			name, strict, _ := strings.Cut(v, " ")
 			cs = append(cs, goldenCase{name: name, strict: strict == "strict=1"})
-		case "req", "rep":
+		case "req", "rep", "ntf":
 			b, err := hex.DecodeString(v)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c := &cs[len(cs)-1]
-			if k == "req" {
+			switch k {
+			case "req":
 				c.req = b
-			} else {
+			case "rep":
 				c.reps = append(c.reps, b)
+			default:
+				c.ntfs = append(c.ntfs, b)
 			}
 		}
 	}
@@ -59,18 +63,20 @@ func loadGoldenF(t testing.TB) []goldenCase {
 // TestRouteGoldenReplies decodes every route message the kernel sent
 // (dumps of both families with every route type, multipath, metrics,
 // realms, via, expiring and source routes; route-get replies of the output
-// and input paths, fibmatch, IPv6 selected source) and asserts that
-// AppendRoute of the decoded value reproduces it byte for byte.
+// and input paths, fibmatch, IPv6 selected source; RTM_NEWROUTE and
+// RTM_DELROUTE notifications of adds, replaces, appends, deletes, ECMP
+// siblings and flushes) and asserts that AppendRoute of the decoded value
+// reproduces it byte for byte.
 func TestRouteGoldenReplies(t *testing.T) {
 	n := 0
 	for _, c := range loadGolden(t) {
-		for i, rep := range c.reps {
+		for i, rep := range append(append([][]byte{}, c.reps...), c.ntfs...) {
 			msgs := SplitDatagram(rep)
 			if len(msgs) != 1 {
 				t.Fatalf("%s[%d]: %d messages", c.name, i, len(msgs))
 			}
 			m := &msgs[0]
-			if m.Header.Type != RTM_NEWROUTE {
+			if m.Header.Type != RTM_NEWROUTE && m.Header.Type != RTM_DELROUTE {
 				continue
 			}
 			r, err := DecodeRoute(m)
@@ -85,7 +91,7 @@ func TestRouteGoldenReplies(t *testing.T) {
 			n++
 		}
 	}
-	if n < 60 {
+	if n < 150 {
 		t.Errorf("only %d route messages in the golden file", n)
 	}
 }

@@ -226,6 +226,44 @@ def run(name, strict, req):
         print('rep ' + r.hex())
 
 
+# Route changes made with iproute2 while a socket listens on
+# RTNLGRP_IPV4_ROUTE and RTNLGRP_IPV6_ROUTE: the notifications (kernel
+# flags included) are recorded as "ntf" lines of a "notify" case.
+NOTIFY = [
+    'route add 10.30.0.0/16 via 10.0.0.2 metric 3 mtu 1400 realm 4',
+    'route replace 10.30.0.0/16 via 10.0.0.3 metric 3',
+    'route append 10.30.0.0/16 dev v0 metric 3',
+    'route add 10.31.0.0/16 table 500 nexthop via 10.0.0.2 weight 4 nexthop dev v1',
+    'route del 10.30.0.0/16 via 10.0.0.3 metric 3',
+    'route add prohibit 10.32.0.0/16 table 100000',
+    '-6 route add 2001:db8:30::/64 via 2001:db8::2 metric 50',
+    '-6 route append 2001:db8:30::/64 via 2001:db8::3 metric 50',
+    '-6 route add 2001:db8:31::/64 nexthop via 2001:db8::2 nexthop via 2001:db8::3 weight 2',
+    '-6 route del 2001:db8:30::/64 via 2001:db8::2 metric 50',
+    '-6 route replace 2001:db8:31::/64 via 2001:db8::4',
+    '-6 route add unreachable 2001:db8:32::/64 table 300',
+    'route flush table 500',
+]
+
+
+def notify(cmd):
+    import subprocess, select
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    s.bind((0, (1 << 6) | (1 << 10)))
+    subprocess.run(['ip'] + cmd.split(), check=True)
+    print('case notify %s strict=0' % cmd.replace(' ', '_'))
+    while select.select([s], [], [], 0.2)[0]:
+        buf = s.recv(1 << 16)
+        off = 0
+        while off + 16 <= len(buf):
+            n = struct.unpack_from('=I', buf, off)[0]
+            print('ntf ' + buf[off:off + n].hex())
+            off += (n + 3) & ~3
+    s.close()
+
+
 if __name__ == '__main__':
     for c in CASES:
         run(*c)
+    for cmd in NOTIFY:
+        notify(cmd)

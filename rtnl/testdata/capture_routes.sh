@@ -47,4 +47,5 @@ n -6 route add 2001:db8:6::/64 dev v0 expires 3000
 n -6 route add 2001:db8:8::/64 via fe80::1 dev v0 table 300 pref low
 n -6 route add 2001:db8:9::/64 via 2001:db8::2 src 2001:db8::1 hoplimit 9 congctl reno
 n -6 route add 2001:db8:a::/64 dev br0
+sleep 3 # IPv6 link-local addresses and their routes settle (DAD) before the notification cases
 ip netns exec $NS python3 "$here/capture_routes.py"
