@@ -78,7 +78,7 @@ type dispatchKey struct {
 	family uint8
 }
 
-var dispatch = buildDispatch(append(rtnlTable, startupRows()...))
+var dispatch = buildDispatch(append(append(rtnlTable, startupRows()...), addrRows()...))
 
 func buildDispatch(rows []row) map[dispatchKey]row {
 	t := make(map[dispatchKey]row, len(rows))

@@ -52,6 +52,7 @@ type Namespace struct {
 	v4    *fib.Tables
 	v6    *fib.Tables
 	devs  *netdev.Devices
+	addr  *addrState // addresses (addrs.go)
 
 	subMu sync.RWMutex
 	subs  map[Listener]uint64 // guarded by subMu: group bit mask (1<<(g-1))
@@ -59,7 +60,7 @@ type Namespace struct {
 }
 
 func newNamespace(name string, cfg *rulesops.Config) *Namespace {
-	ns := &Namespace{name: name, cfg: cfg, v4: fib.NewIPv4(), v6: fib.NewIPv6(), devs: netdev.New(), subs: map[Listener]uint64{}}
+	ns := &Namespace{name: name, cfg: cfg, v4: fib.NewIPv4(), v6: fib.NewIPv6(), devs: netdev.New(), addr: newAddrState(), subs: map[Listener]uint64{}}
 	for _, id := range rulesops.Families() {
 		env := rulesops.Env{Config: cfg, Devices: ns.devs}
 		switch id {

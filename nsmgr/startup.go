@@ -30,7 +30,6 @@ var startupFamilies = map[uint16]struct {
 	unspecAll bool
 	unspecOwn bool
 }{
-	rtnl.RTM_GETADDR:          {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6}, unspecAll: true},
 	rtnl.RTM_GETROUTE:         {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6, rtnl.RTNL_FAMILY_IPMR, rtnl.RTNL_FAMILY_IP6MR}, unspecAll: true},
 	rtnl.RTM_GETNETCONF:       {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6}, unspecAll: true},
 	rtnl.RTM_GETNEIGH:         {families: []uint8{rtnl.AF_BRIDGE}, unspecOwn: true},
@@ -94,17 +93,6 @@ func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDu
 	seq, pid := m.Header.Sequence, req.PortID
 	const multi = rtnl.NLM_F_MULTI
 	switch typ {
-	case rtnl.RTM_GETADDR:
-		// inet_dump_ifaddr() / inet6_dump_ifaddr(): lo has no address
-		// while down (after lo up the kernel lists 127.0.0.1/8 and ::1,
-		// which nlemu does not have yet).
-		prefix := "ipv4: "
-		if family == rtnl.AF_INET6 {
-			prefix = "ipv6: "
-		}
-		var idx int32
-		idx, d.err = rtnl.CheckAddrDump(m, prefix, strict)
-		ns.addrDumpDevice(d, idx)
 	case rtnl.RTM_GETROUTE:
 		// inet_dump_fib(), inet6_dump_fib(), ipmr's and ip6mr's
 		// mr_rtm_dumproute(): no routes while lo is down.

@@ -1,0 +1,739 @@
+package nsmgr
+
+// Addresses: RTM_NEWADDR / RTM_DELADDR / RTM_GETADDR for IPv4
+// (net/ipv4/devinet.c) and IPv6 (net/ipv6/addrconf.c), their
+// RTNLGRP_IPV4_IFADDR / RTNLGRP_IPV6_IFADDR notifications, and what the
+// inetaddr and netdevice notifier chains do with them: the routes the
+// kernel derives from addresses (fib_add_ifaddr() / fib_del_ifaddr(),
+// addrconf_prefix_route(), the IPv6 local routes of __ipv6_ifa_notify()),
+// and the IPv6 configuration of a link that becomes ready (link-local
+// address, fe80::/64 and ff00::/8 routes) or goes down (addrconf_ifdown()).
+//
+// Every change here runs under RTNL: the request rows are registered with
+// lockRTNL, link events arrive with RTNL held, and DAD completion takes it.
+// Notifications go out while RTNL is held, as the kernel sends them, in the
+// kernel's order; no FIB writer lock is held then.
+
+import (
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nlemu/nlemu/netdev"
+	"github.com/nlemu/nlemu/rtnl"
+	"golang.org/x/sys/unix"
+)
+
+// addrState is the address side of a namespace.
+type addrState struct {
+	store *netdev.Addrs
+	// dadDelay is how long an IPv6 address stays tentative once DAD starts
+	// (the kernel: a random rtr_solicit_delay below 1 s, then one probe of
+	// retrans_time 1 s). 0 completes DAD at once (tests).
+	dadDelay time.Duration
+
+	mu sync.Mutex // guards ready (also written under RTNL only)
+	// ready holds the devices whose IPv6 is configured (idev->if_flags
+	// IF_READY: up with carrier, addrconf_dev_config() done).
+	ready map[int32]bool
+}
+
+// defaultDADDelay is nlemu's DAD duration: within the kernel's 1–2 s.
+const defaultDADDelay = 1500 * time.Millisecond
+
+func newAddrState() *addrState {
+	return &addrState{store: netdev.NewAddrs(), dadDelay: defaultDADDelay, ready: map[int32]bool{}}
+}
+
+// Addrs returns the namespace's address store (read-only use: snapshots).
+func (ns *Namespace) Addrs() *netdev.Addrs { return ns.addr.store }
+
+// addrSet returns the current address snapshot.
+func (ns *Namespace) addrSet() *netdev.AddrSet { return ns.addr.store.Snapshot() }
+
+// SetDADDelay sets how long IPv6 addresses stay tentative (0: DAD
+// completes at once). For tests.
+func (ns *Namespace) SetDADDelay(d time.Duration) { ns.addr.dadDelay = d }
+
+func init() {
+	addrLinkEvent = (*Namespace).addrLinkEvent
+}
+
+// addrRows are the dispatch rows of the address handlers
+// (devinet_init(), addrconf_init()).
+func addrRows() []row {
+	return []row{
+		{family: rtnl.AF_INET, typ: rtnl.RTM_NEWADDR, doit: (*Namespace).newAddr, flags: lockRTNL},
+		{family: rtnl.AF_INET, typ: rtnl.RTM_DELADDR, doit: (*Namespace).delAddr, flags: lockRTNL},
+		{family: rtnl.AF_INET, typ: rtnl.RTM_GETADDR, dumpit: dumpAddrsRow(rtnl.AF_INET)},
+		{family: rtnl.AF_INET6, typ: rtnl.RTM_NEWADDR, doit: (*Namespace).newAddr, flags: lockRTNL},
+		{family: rtnl.AF_INET6, typ: rtnl.RTM_DELADDR, doit: (*Namespace).delAddr, flags: lockRTNL},
+		{family: rtnl.AF_INET6, typ: rtnl.RTM_GETADDR, dumpit: dumpAddrsRow(rtnl.AF_INET6)},
+		// rtnetlink_init(): the PF_UNSPEC dumpit is rtnl_dump_all().
+		{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_GETADDR, flags: dumpAll},
+	}
+}
+
+// addrGroup is the notification group of family's addresses.
+func addrGroup(family uint8) uint32 {
+	if family == rtnl.AF_INET6 {
+		return rtnl.RTNLGRP_IPV6_IFADDR
+	}
+	return rtnl.RTNLGRP_IPV4_IFADDR
+}
+
+// addrMsg is the typed message of a stored address as inet_fill_ifaddr()
+// and inet6_fill_ifaddr() fill it; lifetimes are reported as what is left
+// of them (put_cacheinfo() after the jiffies arithmetic).
+func addrMsg(a netdev.Addr) *rtnl.AddrMsg {
+	m := &rtnl.AddrMsg{
+		Family: a.Family, PrefixLen: a.PrefixLen, Flags: a.Flags, Scope: a.Scope, Index: a.Index,
+		Local: a.Local, Address: a.Address, Broadcast: a.Broadcast, Label: a.Label,
+		RtPriority: a.RtPriority, Proto: a.Proto,
+		CacheInfo: rtnl.AddrCacheInfo{Preferred: a.Preferred, Valid: a.Valid, Cstamp: a.Cstamp, Tstamp: a.Tstamp},
+	}
+	if a.Family == rtnl.AF_INET6 {
+		// inet6_fill_ifaddr(): IFA_ADDRESS is the address itself, with
+		// IFA_LOCAL before it only for a peer address.
+		m.Local, m.Address = netip.Addr{}, a.Local
+		if a.Address.IsValid() {
+			m.Local, m.Address = a.Local, a.Address
+		}
+	}
+	if a.Valid != netdev.InfinityLife || a.Preferred != netdev.InfinityLife {
+		elapsed := (nowCentis() - a.Tstamp) / 100
+		m.CacheInfo.Valid = leftOf(a.Valid, elapsed)
+		m.CacheInfo.Preferred = leftOf(a.Preferred, elapsed)
+	}
+	return m
+}
+
+func leftOf(lft, elapsed uint32) uint32 {
+	switch {
+	case lft == netdev.InfinityLife:
+		return lft
+	case lft > elapsed:
+		return lft - elapsed
+	}
+	return 0
+}
+
+// nowCentis is the kernel's jiffies in 1/100 s since boot (cstamp_delta()).
+func nowCentis() uint32 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint32(ts.Sec*100 + ts.Nsec/10_000_000)
+}
+
+// notifyAddr sends an address notification: for IPv4 rtmsg_ifa() with the
+// requester's seq and port, echoed to it with NLM_F_ECHO (nlmsg_notify());
+// for IPv6 inet6_ifa_notify(), which names no requester and echoes nothing.
+func (ns *Namespace) notifyAddr(typ uint16, a netdev.Addr, req *Request) {
+	group := addrGroup(a.Family)
+	var (
+		seq, pid uint32
+		echo     Listener
+	)
+	if req != nil && a.Family == rtnl.AF_INET {
+		seq, pid = req.Msg.Header.Sequence, req.PortID
+		if uint16(req.Msg.Header.Flags)&rtnl.NLM_F_ECHO != 0 {
+			echo = req.Self
+		}
+	}
+	bcast := ns.hasListeners(group, echo)
+	if !bcast && echo == nil {
+		return
+	}
+	b := rtnl.AppendAddr(nil, typ, 0, seq, pid, addrMsg(a))
+	if bcast {
+		ns.notify(group, b, echo)
+	}
+	if echo != nil {
+		deliverGroup(echo, b, group)
+	}
+}
+
+// newAddr is inet_rtm_newaddr() / inet6_rtm_newaddr().
+func (ns *Namespace) newAddr(req *Request) *rtnl.Error {
+	q, err := rtnl.DecodeAddrRequest(req.Msg)
+	if err != nil {
+		return err
+	}
+	if q.Family == rtnl.AF_INET6 {
+		return ns.newAddr6(req, q)
+	}
+	return ns.newAddr4(req, q)
+}
+
+// delAddr is inet_rtm_deladdr() / inet6_rtm_deladdr().
+func (ns *Namespace) delAddr(req *Request) *rtnl.Error {
+	q, err := rtnl.DecodeAddrRequest(req.Msg)
+	if err != nil {
+		return err
+	}
+	if q.Family == rtnl.AF_INET6 {
+		return ns.delAddr6(req, q)
+	}
+	return ns.delAddr4(req, q)
+}
+
+// lifetimes returns the request's IFA_CACHEINFO lifetimes, forever
+// without one.
+func lifetimes(q *rtnl.AddrMsg) (valid, preferred uint32) {
+	if !q.HasCacheInfo {
+		return netdev.InfinityLife, netdev.InfinityLife
+	}
+	return q.CacheInfo.Valid, q.CacheInfo.Preferred
+}
+
+// setLifetime is set_ifa_lifetime(): IFA_F_PERMANENT for an infinite valid
+// lifetime, IFA_F_DEPRECATED for a zero preferred one; the stamps.
+func setLifetime(a *netdev.Addr, valid, preferred uint32) {
+	const ifaFDeprecated = 0x20
+	a.Flags &^= netdev.IFA_F_PERMANENT | ifaFDeprecated
+	a.Valid, a.Preferred = valid, preferred
+	if valid == netdev.InfinityLife {
+		a.Flags |= netdev.IFA_F_PERMANENT
+	}
+	if preferred == 0 {
+		a.Flags |= ifaFDeprecated
+	}
+	a.Tstamp = nowCentis()
+	if a.Cstamp == 0 {
+		a.Cstamp = a.Tstamp
+	}
+}
+
+// newAddr4 is inet_validate_rtm(), inet_rtm_to_ifa() and the rest of
+// inet_rtm_newaddr().
+func (ns *Namespace) newAddr4(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
+	if q.PrefixLen > 32 {
+		return rtnl.Errorf(syscall.EINVAL, "ipv4: Invalid prefix length")
+	}
+	if !q.Has(rtnl.IFA_LOCAL) {
+		return rtnl.Errorf(syscall.EINVAL, "ipv4: Local address is not supplied")
+	}
+	valid, preferred := lifetimes(q)
+	if q.HasCacheInfo && (valid == 0 || preferred > valid) {
+		return rtnl.Errorf(syscall.EINVAL, "ipv4: address lifetime invalid")
+	}
+	l, ok := ns.devs.ByIndex(q.Index)
+	if !ok {
+		return rtnl.Errorf(syscall.ENODEV, "ipv4: Device not found")
+	}
+	a := netdev.Addr{
+		Family: rtnl.AF_INET, Index: q.Index, Local: q.Local, Address: q.Local,
+		PrefixLen: q.PrefixLen, Flags: q.Flags, Scope: q.Scope, Label: l.Name,
+		RtPriority: q.RtPriority, Proto: q.Proto,
+	}
+	if q.Has(rtnl.IFA_ADDRESS) {
+		a.Address = q.Address
+	}
+	if q.Has(rtnl.IFA_BROADCAST) {
+		a.Broadcast = q.Broadcast
+	}
+	if q.HasLabel {
+		a.Label = q.Label
+	}
+	flags := uint16(req.Msg.Header.Flags)
+	if old, ok := ns.addr.store.Find4(a); ok {
+		if flags&rtnl.NLM_F_EXCL != 0 || flags&rtnl.NLM_F_REPLACE == 0 {
+			return rtnl.Errorf(syscall.EEXIST, "ipv4: Address already assigned")
+		}
+		// The replace path changes the metric (fib_modify_prefix_metric()),
+		// the protocol and the lifetimes, nothing else.
+		metricChanged := old.RtPriority != a.RtPriority
+		n := old
+		n.RtPriority, n.Proto = a.RtPriority, a.Proto
+		setLifetime(&n, valid, preferred)
+		ns.addr.store.Replace4(n)
+		if metricChanged {
+			ns.modifyPrefixMetric4(old, n, l)
+		}
+		ns.notifyAddr(rtnl.RTM_NEWADDR, n, req)
+		return nil
+	}
+	setLifetime(&a, valid, preferred)
+	stored, res := ns.addr.store.Insert4(a)
+	switch res {
+	case netdev.Exists:
+		return rtnl.Errno(syscall.EEXIST)
+	case netdev.BadScope:
+		return rtnl.Errorf(syscall.EINVAL, "ipv4: Invalid scope value")
+	}
+	ns.notifyAddr(rtnl.RTM_NEWADDR, stored, req)
+	// inetaddr_chain NETDEV_UP: fib_inetaddr_event() → fib_add_ifaddr().
+	ns.fibAddIfaddr(stored, ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, a.Index), l)
+	return nil
+}
+
+// delAddr4 is inet_rtm_deladdr(): the first address matching the given
+// local address, label and subnet goes.
+func (ns *Namespace) delAddr4(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
+	l, ok := ns.devs.ByIndex(q.Index)
+	if !ok {
+		return rtnl.Errorf(syscall.ENODEV, "ipv4: Device not found")
+	}
+	dev := ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, q.Index)
+	for i, a := range dev {
+		if q.Has(rtnl.IFA_LOCAL) && a.Local != q.Local {
+			continue
+		}
+		if q.HasLabel && a.Label != q.Label {
+			continue
+		}
+		if q.Has(rtnl.IFA_ADDRESS) && (q.PrefixLen != a.PrefixLen || !a.Matches4(q.Address)) {
+			continue
+		}
+		ns.deleteAddr4(l, i, req)
+		return nil
+	}
+	return rtnl.Errorf(syscall.EADDRNOTAVAIL, "ipv4: Address not found")
+}
+
+// promoteSecondaries reads IPV4_DEVCONF_PROMOTE_SECONDARIES of l.
+func promoteSecondaries(l netdev.Link) bool {
+	const idx = 20 // IPV4_DEVCONF_PROMOTE_SECONDARIES (1-based 21)
+	return len(l.Inet4Conf) > idx && l.Inet4Conf[idx] != 0
+}
+
+// deleteAddr4 is __inet_del_ifa() for the i-th address of l, with each
+// step's RTM_DELADDR / RTM_NEWADDR and its inetaddr_chain event.
+func (ns *Namespace) deleteAddr4(l netdev.Link, i int, req *Request) {
+	for _, st := range ns.addr.store.Delete4(l.Index, i, promoteSecondaries(l)) {
+		if st.Del {
+			ns.notifyAddr(rtnl.RTM_DELADDR, st.Addr, req)
+			ns.fibInetaddrDown(st.Addr, st.List, l)
+		} else {
+			ns.notifyAddr(rtnl.RTM_NEWADDR, st.Addr, req)
+			ns.fibAddIfaddr(st.Addr, st.List, l)
+		}
+	}
+}
+
+// fibInetaddrDown is fib_inetaddr_event(NETDEV_DOWN): fib_del_ifaddr(),
+// and when the device has no IPv4 address left, fib_disable_ip(force),
+// which flushes every IPv4 route through it, silently.
+func (ns *Namespace) fibInetaddrDown(a netdev.Addr, list []netdev.Addr, l netdev.Link) {
+	ns.fibDelIfaddr(a, list, l)
+	if len(list) == 0 {
+		ns.flushDevRoutes4(l.Index, true)
+	}
+}
+
+// newAddr6 is inet6_rtm_newaddr() and inet6_addr_add().
+func (ns *Namespace) newAddr6(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
+	// extract_addr(): IFA_LOCAL is the address; an IFA_ADDRESS that
+	// differs is the peer.
+	var pfx, peer netip.Addr
+	if q.Has(rtnl.IFA_ADDRESS) {
+		pfx = q.Address
+	}
+	if q.Has(rtnl.IFA_LOCAL) {
+		if pfx.IsValid() && pfx != q.Local {
+			peer = pfx
+		}
+		pfx = q.Local
+	}
+	if !pfx.IsValid() {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	valid, preferred := lifetimes(q)
+	l, ok := ns.devs.ByIndex(q.Index)
+	if !ok {
+		return rtnl.Errorf(syscall.ENODEV, "ipv6: Unable to find the interface")
+	}
+	flags := q.Flags & (netdev.IFA_F_NODAD | netdev.IFA_F_HOMEADDRESS | netdev.IFA_F_MANAGETEMP |
+		netdev.IFA_F_NOPREFIXROUTE | 0x400 /* MCAUTOJOIN */ | netdev.IFA_F_OPTIMISTIC)
+	// ipv6_allow_optimistic_dad(): optimistic_dad is 0 by default.
+	flags &^= netdev.IFA_F_OPTIMISTIC
+	nlFlags := uint16(req.Msg.Header.Flags)
+	if old, ok := ns.addr.store.Find6(q.Index, pfx); ok {
+		if nlFlags&rtnl.NLM_F_EXCL != 0 || nlFlags&rtnl.NLM_F_REPLACE == 0 {
+			return rtnl.Errorf(syscall.EEXIST, "ipv6: address already assigned")
+		}
+		return ns.modifyAddr6(old, q, flags, valid, preferred, l)
+	}
+	if q.PrefixLen > 128 {
+		return rtnl.Errorf(syscall.EINVAL, "ipv6: Invalid prefix length")
+	}
+	if flags&netdev.IFA_F_MANAGETEMP != 0 && q.PrefixLen != 64 {
+		return rtnl.Errorf(syscall.EINVAL, "ipv6: address with \"mngtmpaddr\" flag must have a prefix length of 64")
+	}
+	if valid == 0 || preferred > valid {
+		return rtnl.Errorf(syscall.EINVAL, "ipv6: address lifetime invalid")
+	}
+	// ipv6_add_addr()'s address checks.
+	switch {
+	case pfx.IsUnspecified():
+		return rtnl.Errorf(syscall.EADDRNOTAVAIL, "ipv6: Invalid address")
+	case pfx.IsMulticast() && flags&0x400 == 0:
+		return rtnl.Errorf(syscall.EADDRNOTAVAIL, "ipv6: Cannot assign multicast address without \"IFA_F_MCAUTOJOIN\" flag")
+	case pfx.IsLoopback() && l.Flags&netdev.IFF_LOOPBACK == 0:
+		return rtnl.Errorf(syscall.EADDRNOTAVAIL, "ipv6: Cannot assign loopback address on this device")
+	}
+	a := netdev.Addr{
+		Family: rtnl.AF_INET6, Index: q.Index, Local: pfx, Address: peer, PrefixLen: q.PrefixLen,
+		Flags: flags | netdev.IFA_F_TENTATIVE, Scope: scope6(pfx), RtPriority: q.RtPriority, Proto: q.Proto,
+	}
+	setLifetime(&a, valid, preferred)
+	ns.addr.store.Insert6(a)
+	if flags&netdev.IFA_F_NOPREFIXROUTE == 0 {
+		ns.addrconfPrefixRoute(a, l)
+	}
+	// "Send a netlink notification if DAD is enabled and optimistic flag
+	// is not set".
+	if flags&(netdev.IFA_F_OPTIMISTIC|netdev.IFA_F_NODAD) == 0 {
+		ns.notifyAddr(rtnl.RTM_NEWADDR, a, nil)
+	}
+	ns.dadStart(a, l)
+	return nil
+}
+
+// scope6 is ipv6_addr_scope() as an rtm scope: host for ::1, link for
+// fe80::/10, universe otherwise.
+func scope6(a netip.Addr) uint8 {
+	switch {
+	case a.IsLoopback():
+		return rtnl.RT_SCOPE_HOST
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
+		return rtnl.RT_SCOPE_LINK
+	}
+	return rtnl.RT_SCOPE_UNIVERSE
+}
+
+// modifyAddr6 is inet6_addr_modify(): new lifetimes, metric and the
+// flags that may change; the prefix route follows the metric and
+// noprefixroute.
+func (ns *Namespace) modifyAddr6(old netdev.Addr, q *rtnl.AddrMsg, flags, valid, preferred uint32, l netdev.Link) *rtnl.Error {
+	if valid == 0 || preferred > valid {
+		return rtnl.Errorf(syscall.EINVAL, "ipv6: address lifetime invalid")
+	}
+	n := old
+	const changeable = netdev.IFA_F_NODAD | netdev.IFA_F_HOMEADDRESS | netdev.IFA_F_MANAGETEMP | netdev.IFA_F_NOPREFIXROUTE
+	n.Flags = (old.Flags &^ changeable) | (flags & changeable)
+	n.RtPriority = q.RtPriority
+	if q.Proto != 0 {
+		n.Proto = q.Proto
+	}
+	setLifetime(&n, valid, preferred)
+	ns.addr.store.Update6(n)
+	hadRoute := old.Flags&netdev.IFA_F_NOPREFIXROUTE == 0
+	wantRoute := n.Flags&netdev.IFA_F_NOPREFIXROUTE == 0
+	if hadRoute && (!wantRoute || old.RtPriority != n.RtPriority) {
+		ns.delPrefixRoute6(old, l)
+	}
+	if wantRoute && (!hadRoute || old.RtPriority != n.RtPriority) {
+		ns.addrconfPrefixRoute(n, l)
+	}
+	if n.Flags&netdev.IFA_F_TENTATIVE == 0 {
+		ns.notifyAddr(rtnl.RTM_NEWADDR, n, nil)
+	}
+	return nil
+}
+
+// delAddr6 is inet6_rtm_deladdr() and inet6_addr_del().
+func (ns *Namespace) delAddr6(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
+	var pfx netip.Addr
+	if q.Has(rtnl.IFA_ADDRESS) {
+		pfx = q.Address
+	}
+	if q.Has(rtnl.IFA_LOCAL) {
+		pfx = q.Local
+	}
+	if !pfx.IsValid() {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	if q.PrefixLen > 128 {
+		return rtnl.Errorf(syscall.EINVAL, "ipv6: Invalid prefix length")
+	}
+	l, ok := ns.devs.ByIndex(q.Index)
+	if !ok {
+		return rtnl.Errorf(syscall.ENODEV, "ipv6: Unable to find the interface")
+	}
+	for _, a := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, q.Index) {
+		if a.PrefixLen == q.PrefixLen && a.Local == pfx {
+			ns.deleteAddr6(a, l)
+			return nil
+		}
+	}
+	return rtnl.Errorf(syscall.EADDRNOTAVAIL, "ipv6: address not found")
+}
+
+// deleteAddr6 is ipv6_del_addr(): RTM_DELADDR, the local route, then the
+// prefix route unless another address of the device still has the prefix
+// (check_cleanup_prefix_route()).
+func (ns *Namespace) deleteAddr6(a netdev.Addr, l netdev.Link) {
+	if _, ok := ns.addr.store.Delete6(a.Index, a.Local); !ok {
+		return
+	}
+	ns.notifyAddr(rtnl.RTM_DELADDR, a, nil)
+	if a.Flags&netdev.IFA_F_TENTATIVE == 0 {
+		ns.delLocalRoute6(a)
+	}
+	if a.Flags&netdev.IFA_F_NOPREFIXROUTE != 0 {
+		return
+	}
+	p := netip.PrefixFrom(a.Local, int(a.PrefixLen)).Masked()
+	for _, b := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, a.Index) {
+		if b.PrefixLen == a.PrefixLen && p.Contains(b.Local) && b.Flags&netdev.IFA_F_NOPREFIXROUTE == 0 {
+			return
+		}
+	}
+	ns.delPrefixRoute6(a, l)
+}
+
+// dadStart is addrconf_dad_start() / addrconf_dad_begin(): an address
+// with nodad, on a loopback device, completes at once; otherwise it stays
+// tentative until the device is ready, then for the DAD time.
+func (ns *Namespace) dadStart(a netdev.Addr, l netdev.Link) {
+	if a.Flags&netdev.IFA_F_NODAD != 0 || l.Flags&netdev.IFF_LOOPBACK != 0 {
+		ns.dadCompleted(a)
+		return
+	}
+	if !ns.isReady6(l.Index) {
+		return // addrconf_dad_run() starts it when the link is ready
+	}
+	ns.dadSchedule(a)
+}
+
+// dadSchedule runs DAD for a: success after dadDelay (no other node
+// answers in an emulated namespace).
+func (ns *Namespace) dadSchedule(a netdev.Addr) {
+	if ns.addr.dadDelay <= 0 {
+		ns.dadCompleted(a)
+		return
+	}
+	time.AfterFunc(ns.addr.dadDelay, func() {
+		if ns.cfg != nil && ns.cfg.RTNL != nil {
+			ns.cfg.RTNL.Lock()
+			defer ns.cfg.RTNL.Unlock()
+		}
+		cur, ok := ns.addr.store.Find6(a.Index, a.Local)
+		if !ok || cur.Cstamp != a.Cstamp || cur.Flags&netdev.IFA_F_TENTATIVE == 0 || !ns.isReady6(a.Index) {
+			return
+		}
+		ns.dadCompleted(cur)
+	})
+}
+
+// dadCompleted is addrconf_dad_completed() → ipv6_ifa_notify(RTM_NEWADDR):
+// the address loses IFA_F_TENTATIVE, is announced, and gets its local
+// route (__ipv6_ifa_notify()).
+func (ns *Namespace) dadCompleted(a netdev.Addr) {
+	a.Flags &^= netdev.IFA_F_TENTATIVE
+	if !ns.addr.store.Update6(a) {
+		return
+	}
+	ns.notifyAddr(rtnl.RTM_NEWADDR, a, nil)
+	ns.addLocalRoute6(a)
+}
+
+func (ns *Namespace) isReady6(index int32) bool {
+	ns.addr.mu.Lock()
+	defer ns.addr.mu.Unlock()
+	return ns.addr.ready[index]
+}
+
+func (ns *Namespace) setReady6(index int32, ready bool) {
+	ns.addr.mu.Lock()
+	defer ns.addr.mu.Unlock()
+	if ready {
+		ns.addr.ready[index] = true
+	} else {
+		delete(ns.addr.ready, index)
+	}
+}
+
+// linkReady is addrconf_link_ready(): up and operationally up (or
+// unknown, as lo is).
+func linkReady(l netdev.Link) bool {
+	return l.Flags&netdev.IFF_UP != 0 && (l.OperState == netdev.OperUp || l.OperState == netdev.OperUnknown) && l.Carrier
+}
+
+// addrLinkEvent is what the inet and inet6 netdevice notifiers do with a
+// link event: fib_netdev_event() and addrconf_notify().
+func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
+	l := ev.Link
+	switch ev.Kind {
+	case netdev.EvUp:
+		ns.inetUp(l)
+		ns.fibNetdevUp(l)
+		if linkReady(l) {
+			ns.addrconfReady(l)
+		}
+	case netdev.EvChange:
+		if linkReady(l) {
+			ns.setLinkdown(l.Index, false)
+			if !ns.isReady6(l.Index) {
+				ns.addrconfReady(l)
+			}
+		} else if l.Flags&netdev.IFF_UP != 0 {
+			ns.setLinkdown(l.Index, true)
+		}
+	case netdev.EvDown:
+		// fib_netdev_event(NETDEV_DOWN): fib_disable_ip() — every route
+		// through the device but the scope-host ones, silently; the
+		// addresses stay. addrconf_ifdown(): routes, then addresses.
+		ns.flushDevRoutes4(l.Index, false)
+		ns.addrconfIfdown(l, false)
+	case netdev.EvUnregister:
+		ns.flushDevRoutes4(l.Index, true)
+		ns.addr.store.Flush(rtnl.AF_INET, l.Index)
+		ns.addrconfIfdown(l, true)
+	}
+}
+
+// inetUp is inetdev_event(NETDEV_UP) for lo: the first up of a loopback
+// device configures 127.0.0.1/8 scope host (its routes come with
+// fib_netdev_event()).
+func (ns *Namespace) inetUp(l netdev.Link) {
+	if l.Flags&netdev.IFF_LOOPBACK == 0 {
+		return
+	}
+	if len(ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, l.Index)) > 0 {
+		return
+	}
+	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	a := netdev.Addr{Family: rtnl.AF_INET, Index: l.Index, Local: lo, Address: lo, PrefixLen: 8,
+		Scope: rtnl.RT_SCOPE_HOST, Label: l.Name}
+	setLifetime(&a, netdev.InfinityLife, netdev.InfinityLife)
+	stored, _ := ns.addr.store.Insert4(a)
+	// inet_insert_ifa() announces it; its NETDEV_UP on the inetaddr chain
+	// adds the local route, the rest comes from fib_netdev_event() below.
+	ns.notifyAddr(rtnl.RTM_NEWADDR, stored, nil)
+}
+
+// fibNetdevUp is fib_netdev_event(NETDEV_UP): fib_add_ifaddr() for each
+// address of the device.
+func (ns *Namespace) fibNetdevUp(l netdev.Link) {
+	dev := ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, l.Index)
+	for _, a := range dev {
+		ns.fibAddIfaddr(a, dev, l)
+	}
+}
+
+// addrconfReady is addrconf_notify() for a device that became ready:
+// IF_READY, then addrconf_dev_config() (ff00::/8, the link-local address
+// and fe80::/64) or init_loopback() (::1), the permanent addresses' prefix
+// routes (addrconf_permanent_addr()), DAD for the tentative ones
+// (addrconf_dad_run()), and inet6_ifinfo_notify().
+func (ns *Namespace) addrconfReady(l netdev.Link) {
+	ns.setReady6(l.Index, true)
+	if l.Flags&netdev.IFF_LOOPBACK != 0 {
+		lo := netip.IPv6Loopback()
+		if _, ok := ns.addr.store.Find6(l.Index, lo); !ok {
+			a := netdev.Addr{Family: rtnl.AF_INET6, Index: l.Index, Local: lo, PrefixLen: 128,
+				Scope: rtnl.RT_SCOPE_HOST, Proto: rtnl.IFAPROT_KERNEL_LO, Flags: netdev.IFA_F_TENTATIVE}
+			setLifetime(&a, netdev.InfinityLife, netdev.InfinityLife)
+			ns.addr.store.Insert6(a)
+			ns.dadCompleted(a)
+		}
+	} else {
+		// addrconf_permanent_addr() runs first, for addresses configured
+		// while the device was down (fixup_permanent_addr()).
+		for _, a := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, l.Index) {
+			if a.Flags&netdev.IFA_F_NOPREFIXROUTE == 0 && a.Flags&netdev.IFA_F_PERMANENT != 0 {
+				ns.addrconfPrefixRoute(a, l)
+			}
+		}
+		ns.addMulticastRoute6(l)
+		if ll, ok := eui64LinkLocal(l); ok {
+			if _, exists := ns.addr.store.Find6(l.Index, ll); !exists {
+				a := netdev.Addr{Family: rtnl.AF_INET6, Index: l.Index, Local: ll, PrefixLen: 64,
+					Scope: rtnl.RT_SCOPE_LINK, Proto: rtnl.IFAPROT_KERNEL_LL, Flags: netdev.IFA_F_TENTATIVE}
+				setLifetime(&a, netdev.InfinityLife, netdev.InfinityLife)
+				ns.addr.store.Insert6(a)
+				ns.addrconfPrefixRoute(a, l)
+			}
+		}
+		for _, a := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, l.Index) {
+			if a.Flags&netdev.IFA_F_TENTATIVE != 0 {
+				ns.dadSchedule(a)
+			}
+		}
+	}
+	if ns.hasListeners(rtnlgrpIPv6Ifinfo, nil) {
+		ns.notify(rtnlgrpIPv6Ifinfo, rtnl.AppendInet6Link(nil, 0, 0, 0, linkMsg(l)), nil)
+	}
+}
+
+// eui64LinkLocal is addrconf_addr_gen() with addrgenmode eui64: fe80:: and
+// the modified EUI-64 of an Ethernet MAC (ipv6_generate_eui64()).
+func eui64LinkLocal(l netdev.Link) (netip.Addr, bool) {
+	const arphrdEther = 1
+	if l.Type != arphrdEther || len(l.Address) != 6 || l.Inet6.AddrGenMode != 0 {
+		return netip.Addr{}, false
+	}
+	m := l.Address
+	return netip.AddrFrom16([16]byte{0xfe, 0x80, 8: m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]}), true
+}
+
+// addrconfIfdown is addrconf_ifdown() with keep_addr_on_down 0: IF_READY
+// cleared, every IPv6 route through the device deleted (with
+// RTM_DELROUTE), then every address (RTM_DELADDR each).
+func (ns *Namespace) addrconfIfdown(l netdev.Link, unregister bool) {
+	ns.setReady6(l.Index, false)
+	ns.flushDevRoutes6(l.Index)
+	for _, a := range ns.addr.store.Flush(rtnl.AF_INET6, l.Index) {
+		if unregister {
+			continue
+		}
+		ns.notifyAddr(rtnl.RTM_DELADDR, a, nil)
+	}
+}
+
+// dumpAddrsRow is the dumpit of family: inet_dump_ifaddr() /
+// inet6_dump_ifaddr().
+func dumpAddrsRow(family uint8) dumpitFunc {
+	return func(ns *Namespace, req *Request) (Dumper, *rtnl.Error) {
+		q, err := rtnl.DecodeAddrDump(req.Msg, family, req.Strict)
+		d := &addrDump{seq: req.Msg.Header.Sequence, pid: req.PortID}
+		if err != nil {
+			d.err = err
+			return d, nil
+		}
+		if q.Index != 0 {
+			d.answer = rtnl.NLM_F_DUMP_FILTERED
+			if !ns.hasDevice(q.Index) {
+				d.err = rtnl.Errno(syscall.ENODEV)
+				return d, nil
+			}
+		}
+		set := ns.addr.store.Snapshot()
+		d.addrs = set.Family(family)
+		if q.Index != 0 {
+			d.addrs = set.OfDevice(family, q.Index)
+		}
+		return d, nil
+	}
+}
+
+// addrDump walks one family's snapshot; the position is the index in the
+// snapshot the dump started from, which no change alters.
+type addrDump struct {
+	addrs    []netdev.Addr
+	i        int
+	seq, pid uint32
+	err      *rtnl.Error
+	answer   uint16
+}
+
+func (d *addrDump) Err() *rtnl.Error { return d.err }
+
+// AnswerFlags is NLM_F_DUMP_FILTERED for a dump filtered by device.
+func (d *addrDump) AnswerFlags() uint16 { return d.answer }
+
+func (d *addrDump) Fill(dst []byte, limit int) ([]byte, bool) {
+	for ; d.i < len(d.addrs); d.i++ {
+		n := len(dst)
+		dst = rtnl.AppendAddr(dst, rtnl.RTM_NEWADDR, rtnl.NLM_F_MULTI|d.answer, d.seq, d.pid, addrMsg(d.addrs[d.i]))
+		if len(dst) > limit && n > 0 {
+			return dst[:n], false
+		}
+	}
+	return dst, true
+}
