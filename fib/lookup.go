@@ -97,16 +97,18 @@ func (f *FIB) Lookup(k flow.Key) (Result, syscall.Errno) {
 }
 
 // lookupNoRules4 is fib_lookup()'s no-custom-rules branch: main (which holds
-// the local routes while merged), then on any failure the default table,
-// whose outcome replaces main's — even an unreachable route in main gives
-// way to "no route" from default (RULES-SPEC §7.1).
+// the local routes while merged), then on any failure the default table if
+// it exists, whose outcome replaces main's — even an unreachable route in
+// main gives way to "no route" from an existing default (RULES-SPEC §7.1).
 func (f *FIB) lookupNoRules4(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
 	res, err := Result{NH: -1}, syscall.ENETUNREACH
 	if v, ok := snap.MergedMain(); ok {
 		res, err = lookupView(v, k, false)
 	}
 	if err != 0 {
-		res, err = Result{NH: -1}, syscall.ENETUNREACH
+		// Only an existing default table replaces main's answer: in a
+		// namespace without one, main's unreachable route stands
+		// (EHOSTUNREACH, ROUTES-SPEC E11).
 		if v, ok := snap.Table(rtnl.RT_TABLE_DEFAULT); ok {
 			res, err = lookupView(v, k, false)
 		}

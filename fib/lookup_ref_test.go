@@ -267,7 +267,10 @@ func (f *refFIB) refLookup(k flow.Key) refAnswer {
 			return a
 		}
 		a, err := f.refLookupTables([]uint32{254, 255}, 254, k)
-		if err != 0 {
+		if !f.refTableExists(254) && !f.refTableExists(255) {
+			a, err = refAnswer{}, syscall.ENETUNREACH
+		}
+		if err != 0 && f.refTableExists(253) {
 			a, err = f.refLookupTables([]uint32{253}, 253, k)
 		}
 		if err == syscall.EAGAIN {

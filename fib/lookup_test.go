@@ -195,13 +195,18 @@ func TestLookupRouteGetCases(t *testing.T) {
 
 // TestLookupNoCustomRulesDefaultReplacesMainError: without custom rules
 // fib_lookup() consults the default table after any failure of main, and
-// default's "no route" replaces main's unreachable route (RULES-SPEC §7.1).
+// an existing default's "no route" replaces main's unreachable route
+// (RULES-SPEC §7.1); without a default table main's error stands (E11).
 func TestLookupNoCustomRulesDefaultReplacesMainError(t *testing.T) {
 	f, tb, _ := lkNewFIB(t, rtnl.AF_INET)
 	lkInsert(t, tb, lkReject(rtnl.AF_INET, 254, "203.0.113.0/24", rtnl.RTN_UNREACHABLE))
 	k := flow.Key{Dst: lkA("203.0.113.1"), IIF: 1}
+	if diff := cmp.Diff(lkOut{Err: syscall.EHOSTUNREACH}, lkGot(f.Lookup(k)), lkCmp...); diff != "" {
+		t.Errorf("no default table (-want +lkGot):\n%s", diff)
+	}
+	lkInsert(t, tb, lkUni(rtnl.AF_INET, 253, "192.0.2.0/24", "10.0.0.2", 3))
 	if diff := cmp.Diff(lkOut{Err: syscall.ENETUNREACH}, lkGot(f.Lookup(k)), lkCmp...); diff != "" {
-		t.Errorf("default empty (-want +lkGot):\n%s", diff)
+		t.Errorf("default without a route (-want +lkGot):\n%s", diff)
 	}
 	lkInsert(t, tb, lkUni(rtnl.AF_INET, 253, "203.0.0.0/8", "10.0.0.2", 3))
 	want := lkOut{Table: 253, Dst: lkP("203.0.0.0/8"), Gw: lkA("10.0.0.2"), Dev: 3}
