@@ -26,24 +26,15 @@ type rawAttr struct {
 // semantics for malformed tails and the offsets reported in extended acks
 // must be reproduced exactly.
 func walkAttrs(b []byte, base int, fn func(a rawAttr) *Error) *Error {
-	off := 0
-	for len(b)-off >= nlaHdrLen {
-		n := int(ne.Uint16(b[off:]))
-		if n < nlaHdrLen || n > len(b)-off {
+	for it := (attrIter{b: b, base: base}); ; {
+		a, ok := it.next()
+		if !ok {
 			return nil
 		}
-		t := ne.Uint16(b[off+2:])
-		if err := fn(rawAttr{
-			typ:    t & nlaTypeMask,
-			nested: t&nlaFNested != 0,
-			data:   b[off+nlaHdrLen : off+n : off+n],
-			off:    uint32(base + off),
-		}); err != nil {
+		if err := fn(a); err != nil {
 			return err
 		}
-		off += align4(n)
 	}
-	return nil
 }
 
 // attrIter is walkAttrs as an iterator (no closure, so callers' values can
