@@ -121,6 +121,9 @@ func (h *Nexthop) Has(t int) bool { return t >= 0 && t < 32 && h.Present&(1<<uin
 // Set marks nested attribute t present (for replies).
 func (h *Nexthop) Set(t int) { h.Present |= 1 << uint(t) }
 
+// Weight is the hop's weight, rtnh_hops + 1.
+func (h *Nexthop) Weight() int { return int(h.Hops) + 1 }
+
 // CacheInfo is struct rta_cacheinfo.
 type CacheInfo struct {
 	ClntRef, LastUse uint32

@@ -485,3 +485,31 @@ func TestRouteDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteGetFlowKeys decodes the recorded IPv6 route get that carries
+// RTA_FLOWLABEL, RTA_IP_PROTO and the ports: the be32 and be16 values come
+// out in host order.
+func TestRouteGetFlowKeys(t *testing.T) {
+	for _, c := range loadGolden(t) {
+		if c.name != "get6-flowlabel" {
+			continue
+		}
+		r, err := DecodeRouteGet(&SplitDatagram(c.req)[0], true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type keys struct {
+			Dst          netip.Addr
+			FlowLabel    uint32
+			IPProto      uint8
+			Sport, Dport uint16
+		}
+		got := keys{r.Dst, r.FlowLabel, r.IPProto, r.Sport, r.Dport}
+		want := keys{netip.MustParseAddr("2001:db8:1::5"), 0x12345, syscall.IPPROTO_TCP, 1000, 80}
+		if got != want {
+			t.Errorf("got %+v, want %+v", got, want)
+		}
+		return
+	}
+	t.Fatal("no get6-flowlabel case")
+}
