@@ -327,6 +327,7 @@ func fillRoute(m *rtnl.RouteMsg, r *fib.Route) {
 // routeDevices is the namespace's devices as fib.DeviceView.
 type routeDevices struct{ ns *Namespace }
 
+// Device returns the state of device idx.
 func (d routeDevices) Device(idx int32) (fib.Device, bool) {
 	if idx == 0 {
 		return fib.Device{}, false
@@ -341,12 +342,9 @@ func (d routeDevices) Device(idx int32) (fib.Device, bool) {
 	}, true
 }
 
-// routeAddrs6 returns the namespace's IPv6 addresses; the address store
-// (nsmgr/addrs.go) sets it.
-var routeAddrs6 = func(ns *Namespace) []netdev.Addr { return nil }
-
+// HasAddr6 is ipv6_chk_addr_and_flags() over the address store.
 func (d routeDevices) HasAddr6(a netip.Addr, dev int32, anyDev, noTentative bool) bool {
-	for _, x := range routeAddrs6(d.ns) {
+	for _, x := range d.ns.addrSet().Family(rtnl.AF_INET6) {
 		if x.Local != a {
 			continue
 		}
