@@ -78,7 +78,7 @@ type dispatchKey struct {
 	family uint8
 }
 
-var dispatch = buildDispatch(append(append(rtnlTable, startupRows()...), addrRows()...))
+var dispatch = buildDispatch(append(append(append(append(rtnlTable, startupRows()...), routeRows()...), addrRows()...), routeGetRows()...))
 
 func buildDispatch(rows []row) map[dispatchKey]row {
 	t := make(map[dispatchKey]row, len(rows))

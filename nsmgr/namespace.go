@@ -53,6 +53,9 @@ type Namespace struct {
 	v6    *fib.Tables
 	devs  *netdev.Devices
 	addr  *addrState // addresses (addrs.go)
+	// fib4 and fib6 link each family's tables and rules for lookups
+	// (routeget.go); set once at creation.
+	fib4, fib6 *fib.FIB
 
 	subMu sync.RWMutex
 	subs  map[Listener]uint64 // guarded by subMu: group bit mask (1<<(g-1))
@@ -71,6 +74,8 @@ func newNamespace(name string, cfg *rulesops.Config) *Namespace {
 		}
 		ns.rules = append(ns.rules, rulesops.NewOps(id, env))
 	}
+	ns.fib4 = fib.NewFIB(ns.v4, ns.Rules(rtnl.AF_INET))
+	ns.fib6 = fib.NewFIB(ns.v6, ns.Rules(rtnl.AF_INET6))
 	return ns
 }
 
