@@ -689,8 +689,9 @@ func decodeMultipath(fam uint8, b []byte, base uint32) ([]Nexthop, int) {
 // Attribute orders of the kernel's fill functions. The cache layout is
 // rt_fill_info() (IPv4 route-get replies and exceptions, rtm_flags with
 // RTM_F_CLONED); the FIB layout fib_dump_info() (IPv4 dumps, notifications,
-// fibmatch replies); IPv6 has the one rt6_fill_node(). rtaSelSrc stands for
-// RouteMsg.SelSrc.
+// fibmatch replies); IPv6 has the one rt6_fill_node() (a nexthop-object
+// route: RTA_NH_ID, then the object's nexthops in compat mode). rtaSelSrc
+// stands for RouteMsg.SelSrc.
 const rtaSelSrc = 0
 
 var (
@@ -705,8 +706,8 @@ var (
 	}
 	route6Order = [...]uint8{
 		RTA_TABLE, RTA_DST, RTA_SRC, RTA_IIF, rtaSelSrc, RTA_PREFSRC, RTA_METRICS,
-		RTA_PRIORITY, RTA_GATEWAY, RTA_OIF, RTA_ENCAP, RTA_ENCAP_TYPE, RTA_MULTIPATH,
-		RTA_NH_ID, RTA_CACHEINFO, RTA_PREF,
+		RTA_PRIORITY, RTA_NH_ID, RTA_GATEWAY, RTA_OIF, RTA_ENCAP, RTA_ENCAP_TYPE,
+		RTA_MULTIPATH, RTA_CACHEINFO, RTA_PREF,
 	}
 )
 

@@ -47,5 +47,15 @@ n -6 route add 2001:db8:6::/64 dev v0 expires 3000
 n -6 route add 2001:db8:8::/64 via fe80::1 dev v0 table 300 pref low
 n -6 route add 2001:db8:9::/64 via 2001:db8::2 src 2001:db8::1 hoplimit 9 congctl reno
 n -6 route add 2001:db8:a::/64 dev br0
+n nexthop add id 5 via 10.0.0.2 dev v0
+n nexthop add id 9 via 10.0.0.3 dev v0
+n nexthop add id 8 group 5,2/9
+n nexthop add id 6 via 2001:db8::2 dev v0
+n nexthop add id 10 via 2001:db8::3 dev v0
+n nexthop add id 11 group 6/10
+n route add 10.40.0.0/16 nhid 5
+n route add 10.41.0.0/16 nhid 8
+n -6 route add 2001:db8:40::/64 nhid 6
+n -6 route add 2001:db8:41::/64 nhid 11
 sleep 3 # IPv6 link-local addresses and their routes settle (DAD) before the notification cases
 ip netns exec $NS python3 "$here/capture_routes.py"
