@@ -57,5 +57,15 @@ n route add 10.40.0.0/16 nhid 5
 n route add 10.41.0.0/16 nhid 8
 n -6 route add 2001:db8:40::/64 nhid 6
 n -6 route add 2001:db8:41::/64 nhid 11
+n link add v2 type veth peer name v3     # v3 down: v2 has no carrier
+n link set v2 up
+n addr add 10.44.0.1/24 dev v2
+n -6 addr add 2001:db8:44::1/64 dev v2 nodad
+n route add 10.43.0.0/16 dev v2
+n route add 10.45.0.0/16 nexthop via 10.44.0.2 nexthop via 10.0.0.2
+n -6 route add 2001:db8:43::/64 dev v2
+n route add 10.42.0.0/16 encap ip id 5 dst 10.0.0.9 dev v0
+n route add 10.46.0.0/16 nexthop encap ip id 7 dst 10.0.0.8 via 10.0.0.2 nexthop via 10.0.0.3 realm 2
+n -6 route add 2001:db8:42::/64 encap ip6 id 5 dst 2001:db8::9 dev v0
 sleep 3 # IPv6 link-local addresses and their routes settle (DAD) before the notification cases
 ip netns exec $NS python3 "$here/capture_routes.py"
