@@ -49,7 +49,7 @@ func rs4Devs() stubDevs {
 }
 
 func cpfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
-func cip(s string) netip.Addr     { return netip.MustParseAddr(s) }
+func cip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
 // rs4 returns the IPv4 and IPv6 FIBs of rs_4 with the kernel's address
 // routes ([ROUTES-SPEC E5]) and 192.168.1.0/24 via 10.0.0.2, 2001:db8:1::/64
@@ -146,7 +146,9 @@ func v4hdr(dst string, plen uint8) rtnl.RouteMsg {
 	return rtnl.RouteMsg{Family: rtnl.AF_INET, DstLen: plen, Table: 254, Protocol: 3, Type: rtnl.RTN_UNICAST}
 }
 
-func withDst(a string) func(*rtnl.RouteMsg) { return func(m *rtnl.RouteMsg) { m.Dst = cip(a); m.Set(rtnl.RTA_DST) } }
+func withDst(a string) func(*rtnl.RouteMsg) {
+	return func(m *rtnl.RouteMsg) { m.Dst = cip(a); m.Set(rtnl.RTA_DST) }
+}
 
 // Test4NewRouteValidation replays the IPv4 NEWROUTE validation transcripts
 // of ROUTES-SPEC E7, E7b, E7c (rs_4): errno and extack text, in the
@@ -158,13 +160,13 @@ func TestNewRoute4ValidationMatchesKernel(t *testing.T) {
 		oif              uint32
 	}
 	tests := []struct {
-		name                string
-		plen, tos, scope    uint8
-		typ                 uint8
-		flags               uint32
-		a                   attrs
-		table               uint32
-		want                cOutcome
+		name             string
+		plen, tos, scope uint8
+		typ              uint8
+		flags            uint32
+		a                attrs
+		table            uint32
+		want             cOutcome
 	}{
 		{name: "N1 dst_len 33", plen: 33, a: attrs{dst: "10.1.0.0", oif: 3}, want: cOutcome{syscall.EINVAL, "Invalid prefix length"}},
 		{name: "N2 host bits", plen: 16, a: attrs{dst: "10.1.2.3", oif: 3}, scope: 253, want: cOutcome{syscall.EINVAL, "Invalid prefix for given prefix length"}},

@@ -163,7 +163,13 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 			return nil, rtnl.Errno(syscall.EOPNOTSUPP)
 		}
 		if r.flags&dumpAll != 0 {
-			return &allDump{ns: ns, req: req, fams: dumpFamilies(typ), typ: typ}, nil
+			// The families after the first start in later datagrams,
+			// after the server has reused the request's buffer: keep a
+			// copy of the request.
+			rq, mc := *req, *m
+			mc.Data = append([]byte(nil), m.Data...)
+			rq.Msg = &mc
+			return &allDump{ns: ns, req: &rq, fams: dumpFamilies(typ), typ: typ}, nil
 		}
 		return r.dumpit(ns, req)
 	}

@@ -442,3 +442,41 @@ func BenchmarkRouteDump40k(b *testing.B) {
 		}
 	}
 }
+
+// TestUnspecRouteDumpSurvivesRequestReuse: rtnl_dump_all() starts the IPv6
+// dumpit only after the IPv4 routes filled their datagrams, when the server
+// has already reused the request's buffer; the dump must still see the
+// request (`ip route show table all` with many routes failed with "Invalid
+// header for FIB dump request" once).
+func TestUnspecRouteDumpSurvivesRequestReuse(t *testing.T) {
+	ns := routeTestNS(t)
+	for i := 0; i < 300; i++ {
+		a := netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0})
+		if err := rtDo(t, ns, nil, rtIP("add", netip.PrefixFrom(a, 24).String(), rtDevLo)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rtDo(t, ns, nil, rtIP("add", "2001:db8::/64", rtDevLo)); err != nil {
+		t.Fatal(err)
+	}
+	m := rtnl.RouteMsg{Family: rtnl.AF_UNSPEC}
+	b := rtnl.AppendRoute(nil, rtnl.RTM_GETROUTE, rtnl.NLM_F_REQUEST|rtnl.NLM_F_DUMP, 7, 4242, &m)
+	msgs := rtnl.SplitDatagram(b)
+	d, err := ns.Do(&Request{Msg: &msgs[0], PortID: 4242, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(msgs) // what the server does with its message slice
+	clear(b)
+	n := 0
+	for {
+		buf, done := d.Fill(nil, 4096)
+		n += len(rtnl.SplitDatagram(buf))
+		if done {
+			break
+		}
+	}
+	if d.Err() != nil || n != 301 {
+		t.Fatalf("dump: %d routes, %v; want 301 and no error", n, d.Err())
+	}
+}

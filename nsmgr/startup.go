@@ -30,7 +30,7 @@ var startupFamilies = map[uint16]struct {
 	unspecAll bool
 	unspecOwn bool
 }{
-	rtnl.RTM_GETROUTE:         {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6, rtnl.RTNL_FAMILY_IPMR, rtnl.RTNL_FAMILY_IP6MR}, unspecAll: true},
+	rtnl.RTM_GETROUTE:         {families: []uint8{rtnl.RTNL_FAMILY_IPMR, rtnl.RTNL_FAMILY_IP6MR}, unspecAll: true}, // AF_INET, AF_INET6: routes.go
 	rtnl.RTM_GETNETCONF:       {families: []uint8{rtnl.AF_INET, rtnl.AF_INET6}, unspecAll: true},
 	rtnl.RTM_GETNEIGH:         {families: []uint8{rtnl.AF_BRIDGE}, unspecOwn: true},
 	rtnl.RTM_GETNEXTHOP:       {unspecOwn: true},
