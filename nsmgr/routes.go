@@ -49,9 +49,13 @@ func (ns *Namespace) routeTables(family uint8) *fib.Tables {
 	return ns.v4
 }
 
-// routeFIB returns the FIB of family for the gateway checks' lookups.
+// routeFIB returns the FIB of family, whose lookups (through the rules)
+// the gateway checks make.
 func (ns *Namespace) routeFIB(family uint8) *fib.FIB {
-	return fib.NewFIB(ns.routeTables(family), ns.Rules(family))
+	if family == rtnl.AF_INET6 {
+		return ns.fib6
+	}
+	return ns.fib4
 }
 
 // changeRoute is inet_rtm_newroute() / inet_rtm_delroute() /
