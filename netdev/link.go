@@ -36,6 +36,9 @@ const (
 // ARPHRD_ETHER.
 const arphrdEther = 1
 
+// v6AcceptDAD is DEVCONF_ACCEPT_DAD's index in IFLA_INET6_CONF.
+const v6AcceptDAD = 27
+
 // Bridge port states (BR_STATE_*).
 const (
 	brStateDisabled   = 0
@@ -89,6 +92,7 @@ func etherDevice(kind string) Link {
 	now := nowCentis()
 	inet6 := append([]int32(nil), inet6AllDefaults...)
 	inet6[v6MTU6] = 1500
+	inet6[v6AcceptDAD] = 1 // ipv6_devconf_dflt.accept_dad (lo has -1)
 	return Link{
 		Kind: kind, Type: arphrdEther, Flags: IFF_BROADCAST | IFF_MULTICAST,
 		MTU: 1500, MinMTU: 68, MaxMTU: 65535, TxQueueLen: 1000, OperState: OperUnknown,
@@ -116,6 +120,7 @@ func newDevice(kind string) Link {
 	case KindBridge:
 		b := defaultBridge
 		l.Bridge = &b
+		l.NetnsImmutable = true // br_dev_setup(): dev->netns_immutable
 	case KindDummy:
 		// dummy_setup(): IFF_NOARP, no multicast, no MTU limits
 		// (min_mtu = max_mtu = 0); carrier is never turned off, so its
@@ -479,10 +484,10 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 		if err != nil {
 			return nil, err
 		}
+		c.setCarrier(peer, false) // before rtnl_configure_link(peer), as measured
 		if err := c.configure(peer, pq); err != nil {
 			return nil, err
 		}
-		c.setCarrier(peer, false)
 		if q.Address == nil {
 			l.Address = randomMAC()
 		}
@@ -507,6 +512,12 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 			return c.publish(), err
 		}
 		return nil, err
+	}
+	if c.links[i].Kind == KindBridge && c.links[i].AddrSet {
+		// br_dev_newlink(): br_stp_change_bridge_id(), whose
+		// br_port_state_selection() finds no live port: carrier off.
+		c.setBridgeID(i)
+		c.setCarrier(i, false)
 	}
 	if peer >= 0 {
 		c.links[peer].Peer = c.links[i].Index
@@ -565,6 +576,16 @@ func (c *change) unregister(is []int) {
 	for k, i := range is {
 		idx[k] = c.links[i].Index
 	}
+	// veth_dellink() clears both peer pointers before the devices are
+	// queued, so every message below reports IFLA_LINK 0.
+	for _, x := range idx {
+		if i := c.find(x); i >= 0 && c.links[i].Kind == KindVeth {
+			c.links[i].Peer = 0
+		}
+		if p := c.findPeerOf(x); p >= 0 {
+			c.links[p].Peer = 0
+		}
+	}
 	var closed []int32
 	for _, x := range idx {
 		if i := c.find(x); i >= 0 && c.links[i].Flags&IFF_UP != 0 {
@@ -582,13 +603,6 @@ func (c *change) unregister(is []int) {
 		i := c.find(x)
 		if i < 0 {
 			continue
-		}
-		// veth_dellink() clears both peer pointers first.
-		if c.links[i].Kind == KindVeth {
-			c.links[i].Peer = 0
-		}
-		if p := c.findPeerOf(x); p >= 0 {
-			c.links[p].Peer = 0
 		}
 		last := c.links[i]
 		c.evs = append(c.evs, Event{Kind: EvUnregister, Link: last})

@@ -88,7 +88,11 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 		l.Address = append([]byte(nil), a...)
 		l.AddrSet = true
 		if l.Kind == KindBridge {
+			// br_set_mac_address() → br_stp_change_bridge_id(): the port
+			// state selection runs, and without live ports the carrier
+			// goes.
 			c.setBridgeID(i)
+			c.portStates(i, true)
 		}
 		c.msg(i, 0)
 		c.event(EvChangeAddr, i)
@@ -106,6 +110,12 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 			l.MTUSet = true
 		}
 		c.msg(i, 0)
+		// addrconf_notify(NETDEV_CHANGEMTU), after the message: mtu6
+		// follows the device.
+		l = &c.links[i]
+		conf := append([]int32(nil), l.Inet6.Conf...)
+		conf[v6MTU6] = int32(l.MTU)
+		l.Inet6.Conf = conf
 		c.event(EvChangeMTU, i)
 		if l.Master != 0 {
 			c.recalcBridge(c.find(l.Master), true)
@@ -145,6 +155,15 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 	if q.HasTxQLen && q.TxQLen != c.links[i].TxQueueLen {
 		c.links[i].TxQueueLen = q.TxQLen
 		c.msg(i, 0) // NETDEV_CHANGE_TX_QUEUE_LEN
+	}
+	if q.HasAddrGenMode {
+		// inet6_set_link_af(): IN6_ADDR_GEN_MODE_EUI64 .. _RANDOM;
+		// stable-privacy needs a secret nlemu cannot be given yet.
+		if q.AddrGenMode > 3 || q.AddrGenMode == 2 {
+			return rtnl.Errno(syscall.EINVAL)
+		}
+		c.links[i].Inet6.AddrGenMode = q.AddrGenMode
+		notify = true
 	}
 	if notify && c.links[i].Flags&IFF_UP != 0 {
 		c.msg(i, 0) // netdev_state_change()
@@ -360,7 +379,8 @@ func (c *change) recalcBridge(m int, mtu bool) {
 		}
 	}
 	c.setBridgeID(m)
-	c.portStates(m)
+	c.setGSOLimits(m)
+	c.portStates(m, changed)
 	if changed {
 		c.msg(m, 0)
 	}
@@ -390,7 +410,7 @@ func (c *change) setBridgeID(m int) {
 // portStates is br_port_state_selection() with STP off: a port is
 // forwarding while it and the bridge are up and it has carrier, else
 // disabled; a bridge with ports has carrier while one forwards.
-func (c *change) portStates(m int) {
+func (c *change) portStates(m int, force bool) {
 	b := c.links[m]
 	ports := c.portsOf(b.Index)
 	live := false
@@ -408,7 +428,7 @@ func (c *change) portStates(m int) {
 			c.links[j].Port = &pi
 		}
 	}
-	if len(ports) > 0 {
+	if len(ports) > 0 || force {
 		c.setCarrier(m, live)
 	}
 }
@@ -419,7 +439,22 @@ func (c *change) portStates(m int) {
 func (c *change) bridgePass() {
 	for m := range c.links {
 		if c.links[m].Kind == KindBridge {
-			c.portStates(m)
+			c.portStates(m, false)
 		}
 	}
+}
+
+// tsoMaxSize is TSO_MAX_SIZE, what a bridge starts from when it takes its
+// ports' TSO limits.
+const tsoMaxSize = 524280
+
+// setGSOLimits is br_set_gso_limits(): once it has had ports, a bridge's
+// TSO limits are the smallest of its ports'.
+func (c *change) setGSOLimits(m int) {
+	size, segs := uint32(tsoMaxSize), uint32(65535)
+	for _, x := range c.portsOf(c.links[m].Index) {
+		p := c.links[c.find(x)]
+		size, segs = min(size, p.TSOMaxSize), min(segs, p.TSOMaxSegs)
+	}
+	c.links[m].TSOMaxSize, c.links[m].TSOMaxSegs = size, segs
 }

@@ -61,6 +61,9 @@ func (ns *Namespace) sendLinkNotify(n netdev.Notify) {
 	case netdev.NotifyDelLink:
 		m := linkMsg(n.Link)
 		m.Change = n.Change
+		// NETDEV_UNREGISTER freed the inet and inet6 state: the
+		// families have nothing to fill (an empty IFLA_AF_SPEC).
+		m.Inet4Conf, m.Inet6, m.EmptyAFSpec = nil, nil, true
 		b = rtnl.AppendDelLink(nil, 0, 0, 0, m)
 	default:
 		return

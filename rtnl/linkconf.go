@@ -29,6 +29,11 @@ type LinkConf struct {
 	IfLink     uint32 // IFLA_LINK
 	HasIfLink  bool
 
+	// AddrGenMode is IFLA_AF_SPEC/AF_INET6/IFLA_INET6_ADDR_GEN_MODE
+	// (`ip link set DEV addrgenmode none`).
+	AddrGenMode    uint8
+	HasAddrGenMode bool
+
 	HasLinkInfo bool
 	Kind        string // IFLA_INFO_KIND (nla_strscpy()'d)
 	HasInfoData bool
@@ -100,11 +105,26 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 			la := a
 			linkinfo = &la
 		case IFLA_AF_SPEC:
-			// iproute2 sends IFLA_AF_SPEC/AF_INET6 only for addrgenmode
-			// and token; an empty one changes nothing.
-			if len(a.data) > 0 {
-				unsupported(a)
-			}
+			// rtnl_set_link_af(): each family's set_link_af. nlemu takes
+			// inet6's IFLA_INET6_ADDR_GEN_MODE (inet6_set_link_af());
+			// anything else is refused.
+			return walkAttrs(a.data, int(a.off)+nlaHdrLen, func(f rawAttr) *Error {
+				if f.typ != AF_INET6 {
+					unsupported(f)
+					return nil
+				}
+				return walkAttrs(f.data, int(f.off)+nlaHdrLen, func(g rawAttr) *Error {
+					if g.typ != IFLA_INET6_ADDR_GEN_MODE {
+						unsupported(g)
+						return nil
+					}
+					if len(g.data) < 1 {
+						return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: g.off, Policy: policyNest(policy{kind: polU8})}
+					}
+					c.AddrGenMode, c.HasAddrGenMode = g.data[0], true
+					return nil
+				})
+			})
 		default:
 			unsupported(a)
 		}
