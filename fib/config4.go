@@ -351,7 +351,7 @@ func (c *Config) checkGw4(env Env, nh *Nexthop) *rtnl.Error {
 func checkGw6OfV4(env Env, nh *Nexthop) *rtnl.Error {
 	c6 := Config{Family: rtnl.AF_INET6, Gateway: nh.Gateway, Oif: nh.Dev, Table: rtnl.RT_TABLE_MAIN,
 		Msg: &rtnl.RouteMsg{Family: rtnl.AF_INET6, Flags: uint32(nh.Flags & rtnl.RTNH_F_ONLINK)}}
-	h, err := c6.nhInit6(env, netip.Prefix{}, rtnl.RTN_UNICAST, false)
+	h, err := c6.nhInit6(env, rtnl.RTN_UNICAST)
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 	}
 	r.Metrics = metrics
 	if !m.Has(rtnl.RTA_MULTIPATH) {
-		nh, err := c.nhInit6(env, c.Dst, r.Type, true)
+		nh, err := c.nhInit6(env, r.Type)
 		if err != nil {
 			return r, err
 		}
@@ -183,7 +183,7 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		hm := *m
 		hm.Flags |= uint32(h.Flags & rtnl.RTNH_F_ONLINK)
 		hc.Msg = &hm
-		nh, err := hc.nhInit6(env, c.Dst, r.Type, true)
+		nh, err := hc.nhInit6(env, r.Type)
 		if err != nil {
 			return r, err
 		}
@@ -228,7 +228,7 @@ func isReject6(typ uint8) bool {
 
 // nhInit6 is fib6_nh_init(): the device, onlink, reject routes bound to lo,
 // the gateway (ip6_validate_gw()), IPv6 on the device, its state.
-func (c *Config) nhInit6(env Env, dst netip.Prefix, typ uint8, _ bool) (Nexthop, *rtnl.Error) {
+func (c *Config) nhInit6(env Env, typ uint8) (Nexthop, *rtnl.Error) {
 	nh := Nexthop{Weight: 1, Gateway: c.Gateway}
 	var dev Device
 	haveDev := false
