@@ -19,7 +19,8 @@ const (
 	validateTrailing validateMode = 1 << 0
 	// validateMaxType rejects type 0 and types above the policy's maximum.
 	validateMaxType validateMode = 1 << 1
-	// validateUnspec rejects attributes without a policy entry.
+	// validateUnspec rejects attributes whose policy type is NLA_UNSPEC
+	// (no entry, or only a minimum length).
 	validateUnspec validateMode = 1 << 2
 	// validateStrictAttrs rejects fixed-size attributes of another size.
 	validateStrictAttrs validateMode = 1 << 3
@@ -70,16 +71,17 @@ func (ps *policySet) check(a rawAttr, mode validateMode) (use bool, err *Error) 
 		if p.kind == polNested && !a.nested {
 			return false, polErr(syscall.EINVAL, "NLA_F_NESTED is missing")
 		}
-		if p.kind != polNested && p.kind != polNone && a.nested {
+		// polNone and polMinLen are NLA_UNSPEC (with or without .len),
+		// which the kernel exempts from the flag check.
+		if p.kind != polNested && p.kind != polNone && p.kind != polMinLen && a.nested {
 			return false, polErr(syscall.EINVAL, "NLA_F_NESTED not expected")
 		}
 	}
 	switch p.kind {
-	case polNone:
+	case polNone, polMinLen:
 		if mode&validateUnspec != 0 {
 			return false, AttrError(syscall.EINVAL, "Unsupported attribute", a.off)
 		}
-	case polMinLen:
 		if n < p.minLen {
 			return false, polErr(syscall.ERANGE, policyFailed)
 		}
