@@ -353,3 +353,23 @@ func rdInlineCase(t *testing.T, name string, lines []string) *ipcCase {
 	}
 	return c
 }
+
+// TestIPRouteCasesKernelVsKernel runs the route_*, routeget_*, link_* and
+// addr_* cases (ipcComparesRoutes) on two fresh kernel namespaces: a
+// difference is a case (or a settle point) that is not deterministic on the
+// kernel, not an nlemu bug.
+func TestIPRouteCasesKernelVsKernel(t *testing.T) {
+	env := newIPCEnv(t)
+	for _, path := range ipcCaseFiles(t) {
+		c, err := ipcParseCase(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ipcComparesRoutes(c.name) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			ipcRunCaseOn(t, c, env.kernelNS(t), env.kernelNS(t))
+		})
+	}
+}
