@@ -119,10 +119,10 @@ func AppendAck(dst []byte, req *Message, portid uint32, err *Error, o AckOptions
 	}
 	var c [4]byte
 	ne.PutUint32(c[:], uint32(code))
-	if len(tlvs) > 0 {
-		// TLVs start at an aligned offset; nlmsg_len then covers the pad.
-		echo = padded(echo)
-	}
+	// nlmsg_append() pads the echoed request to 4 bytes and nlmsg_len
+	// covers the pad, TLVs or not (measured: a 17-byte request comes back
+	// in a 40-byte NLMSG_ERROR).
+	echo = padded(echo)
 	return AppendMessage(dst, NLMSG_ERROR, flags, req.Header.Sequence, portid, c[:], echo, tlvs)
 }
 

@@ -208,7 +208,8 @@ func (m *RouteMsg) decodeHeader(d []byte) {
 // winning) and rtm_to_fib6_config() (IPv6: nlmsg_parse_deprecated with
 // rtm_ipv6_policy) do before their semantic checks: a family without a route
 // handler is EOPNOTSUPP (rtnetlink_rcv_msg()), a body shorter than struct
-// rtmsg is a bare EINVAL (nlmsg_validate()), a policy failure is
+// rtmsg is EINVAL (bare for IPv4, "Invalid header length" for IPv6), a
+// policy failure is
 // "Attribute failed policy validation" at the attribute's offset with the
 // policy description. The semantic checks (tos, type, prefix length, via,
 // nexthop id, ...) are the caller's, in the kernel's order.
@@ -227,6 +228,11 @@ func (r *RouteMsg) DecodeRequest(m *Message) *Error {
 		return Errno(syscall.EOPNOTSUPP)
 	}
 	if len(m.Data) < RtmsgLen {
+		if fam == AF_INET6 {
+			// nlmsg_parse_deprecated() says why; IPv4's
+			// nlmsg_validate_deprecated() does not.
+			return Errorf(syscall.EINVAL, "Invalid header length")
+		}
 		return Errno(syscall.EINVAL)
 	}
 	r.decodeHeader(m.Data)
