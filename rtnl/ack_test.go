@@ -124,3 +124,19 @@ func TestAttrsWalker(t *testing.T) {
 		t.Error("break ignored")
 	}
 }
+
+// TestAckEchoPaddedQuirk: netlink_ack() appends the echoed request with
+// nlmsg_append(), so a request whose length is not a multiple of 4 comes
+// back padded and nlmsg_len counts the pad, with or without TLVs (recorded:
+// a 17-byte DELROUTE gets a 40-byte NLMSG_ERROR).
+func TestAckEchoPaddedQuirk(t *testing.T) {
+	req := &SplitDatagram(AppendMessage(nil, RTM_DELROUTE, NLM_F_REQUEST|NLM_F_ACK, 1, 0, []byte{AF_INET}))[0]
+	for _, o := range []AckOptions{{}, {ExtAck: true}} {
+		for _, err := range []*Error{Errno(syscall.EINVAL), Errorf(syscall.EINVAL, "x")} {
+			b := AppendAck(nil, req, 1, err, o)
+			if n := ne.Uint32(b); n != uint32(len(b)) || n%4 != 0 || n < 40 {
+				t.Errorf("%+v %v: nlmsg_len %d of %d bytes", o, err, n, len(b))
+			}
+		}
+	}
+}
