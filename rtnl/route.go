@@ -991,3 +991,56 @@ func ValidMultipathEncap(hops []Nexthop) *Error {
 	}
 	return nil
 }
+
+// CheckAttrLoop4 is the checks rtm_to_fib_config() makes while it walks an
+// IPv4 request's attributes in message order, after its tos and type checks
+// and before its prefix checks: each RTA_VIA through fib_gw_from_via(),
+// each RTA_MULTIPATH through lwtunnel_valid_encap_type_attr(), each
+// RTA_ENCAP_TYPE through lwtunnel_valid_encap_type(). The first failure in
+// message order is the answer, even when a later attribute of the same type
+// would pass (recorded: a bad RTA_VIA before a good one fails).
+func (r *RouteMsg) CheckAttrLoop4() *Error {
+	for it := (attrIter{b: r.attrs, base: routeAttrBase}); ; {
+		a, ok := it.next()
+		if !ok {
+			return nil
+		}
+		var err *Error
+		switch a.typ {
+		case RTA_VIA:
+			err = GatewayFromVia(a.data)
+		case RTA_MULTIPATH:
+			hops, _ := decodeMultipath(r.Family, a.data, a.off+nlaHdrLen)
+			err = ValidMultipathEncap(hops)
+		case RTA_ENCAP_TYPE:
+			if len(a.data) >= 2 { // the policy made sure
+				err = ValidEncapType(ne.Uint16(a.data))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// GatewayFromVia is fib_gw_from_via()'s checks of one RTA_VIA payload
+// (struct rtvia): at least the family, then an address of the family's
+// size, AF_INET or AF_INET6 only.
+func GatewayFromVia(d []byte) *Error {
+	if len(d) < 2 {
+		return Errorf(syscall.EINVAL, "Invalid attribute length for RTA_VIA")
+	}
+	switch ne.Uint16(d) {
+	case AF_INET:
+		if len(d)-2 != 4 {
+			return Errorf(syscall.EINVAL, "Invalid IPv4 address in RTA_VIA")
+		}
+	case AF_INET6:
+		if len(d)-2 != 16 {
+			return Errorf(syscall.EINVAL, "Invalid IPv6 address in RTA_VIA")
+		}
+	default:
+		return Errorf(syscall.EINVAL, "Unsupported address family in RTA_VIA")
+	}
+	return nil
+}

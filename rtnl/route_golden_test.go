@@ -254,3 +254,43 @@ func TestRouteGoldenEncap(t *testing.T) {
 		t.Errorf("only %d encap cases", n)
 	}
 }
+
+// TestRouteGoldenAttrLoop replays the recorded requests whose answer comes
+// from rtm_to_fib_config()'s attribute loop through CheckAttrLoop4: RTA_VIA
+// errors, and the message order between RTA_VIA, RTA_MULTIPATH and
+// RTA_ENCAP_TYPE failures, byte for byte; "-ok" requests pass the loop.
+// ("-order" cases record that the tos and type checks come first, which
+// is the caller's part.)
+func TestRouteGoldenAttrLoop(t *testing.T) {
+	n := 0
+	for _, c := range loadGolden(t) {
+		if !strings.HasPrefix(c.name, "loop-") || strings.HasSuffix(c.name, "-order") {
+			continue
+		}
+		n++
+		m := &SplitDatagram(c.req)[0]
+		r, err := DecodeRouteRequest(m)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", c.name, err)
+		}
+		err = r.CheckAttrLoop4()
+		if strings.HasSuffix(c.name, "-ok") {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: passed; the kernel refused", c.name)
+			continue
+		}
+		kern := c.reps[0]
+		got := AppendAck(nil, m, SplitDatagram(kern)[0].Header.PID, err, AckOptions{ExtAck: true})
+		if d := cmp.Diff(hex.EncodeToString(kern), hex.EncodeToString(got)); d != "" {
+			t.Errorf("%s: ack differs (-kernel +ours):\n%s", c.name, d)
+		}
+	}
+	if n < 9 {
+		t.Errorf("only %d loop cases", n)
+	}
+}

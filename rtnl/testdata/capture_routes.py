@@ -185,6 +185,19 @@ CASES = [
     ('enc-mp-second-hop', 0, new4(D4, nla(MP, struct.pack('=HBBi', 8, 0, 0, 3) + struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, u16(3))), dst_len=33)),
     ('enc-v6-mpls', 0, new6(nla(DST, a6('2001:db8:f2::')), nla(OIF, u32(3)), nla(ENCAP_TYPE, u16(1)), tos=0)),
     ('enc-v6-mp-order', 0, new6(nla(DST, a6('2001:db8:f2::')), nla(MP, struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, u16(200))), tos=0)),
+    # rtm_to_fib_config()'s attribute loop (RouteMsg.CheckAttrLoop4): RTA_VIA,
+    # RTA_MULTIPATH encap types and RTA_ENCAP_TYPE fail in message order.
+    ('loop-via-short', 0, new4(D4, nla(VIA, b'\x02'), dst_len=33)),
+    ('loop-via4-badlen', 0, new4(D4, nla(VIA, b'\x02\x00\x0a\x00\x00'), dst_len=33)),
+    ('loop-via6-badlen', 0, new4(D4, nla(VIA, b'\x0a\x00' + a4('10.0.0.2')), dst_len=33)),
+    ('loop-via-fam7', 0, new4(D4, nla(VIA, b'\x07\x00' + a4('10.0.0.2')), dst_len=33)),
+    ('loop-via4-ok', 0, new4(D4, nla(VIA, b'\x02\x00' + a4('10.0.0.2')), dst_len=33)),
+    ('loop-encap-then-via', 0, new4(D4, nla(ENCAP_TYPE, u16(1)), nla(VIA, b'\x07\x00'), dst_len=33)),
+    ('loop-via-then-encap', 0, new4(D4, nla(VIA, b'\x07\x00'), nla(ENCAP_TYPE, u16(1)), dst_len=33)),
+    ('loop-mp-then-via', 0, new4(D4, nla(MP, struct.pack('=HBBi', 16, 0, 0, 3) + nla(ENCAP_TYPE, u16(1))), nla(VIA, b'\x07\x00'), dst_len=33)),
+    ('loop-two-via-first-bad', 0, new4(D4, nla(VIA, b'\x07\x00'), nla(VIA, b'\x02\x00' + a4('10.0.0.2')), dst_len=33)),
+    ('loop-tos-first-order', 0, new4(D4, nla(VIA, b'\x07\x00'), tos=3, dst_len=33)),
+    ('loop-type-first-order', 0, new4(D4, nla(VIA, b'\x07\x00'), typ=12, dst_len=33)),
     # ip_metrics_convert() (RouteMsg.ConvertMetrics): otherwise valid routes
     # whose metrics fail, then one that succeeds with clamped values and the
     # fibmatch get that shows what the kernel stored.
