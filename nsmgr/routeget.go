@@ -652,9 +652,6 @@ func fillFIBRoute(m *rtnl.RouteMsg, r *fib.Route, table uint32) {
 
 // routeGet6 is inet6_rtm_getroute() after the request checks.
 func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Error {
-	if q.Has(rtnl.RTA_FLOWLABEL) && q.FlowLabel&^0x000FFFFF != 0 {
-		return rtnl.Errorf(syscall.EINVAL, "Invalid flow label")
-	}
 	k := requestKey(q)
 	k.Proto = 0
 	if q.Has(rtnl.RTA_IP_PROTO) {
@@ -663,8 +660,14 @@ func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Err
 		}
 		k.Proto = q.IPProto
 	}
-	// ip6_make_flowinfo(): the tos becomes the traffic class.
-	k.FlowLabel = q.FlowLabel
+	// ip6_make_flowinfo(): flowinfo = rtm_tos << 20 | RTA_FLOWLABEL, with
+	// no check of the label's upper bits (Linux 6.18 accepts any value),
+	// so label bits 20–27 land in the traffic class the rules' DSCP
+	// selectors see (ip6_dscp()), and only the low 20 bits are the label
+	// (ip6_flowlabel()).
+	info := uint32(q.Tos)<<20 | q.FlowLabel
+	k.TOS = uint8(info >> 20)
+	k.FlowLabel = info & 0x000FFFFF
 	if !k.Dst.IsValid() {
 		k.Dst = netip.IPv6Unspecified()
 	}

@@ -105,7 +105,7 @@ func rgGet(t *testing.T, ns *Namespace, q rtnl.RouteMsg, strict bool) (string, *
 		v []byte
 	}{
 		{rtnl.RTA_DST, q.Dst.AsSlice()}, {rtnl.RTA_SRC, q.Src.AsSlice()}, {rtnl.RTA_IIF, u32(q.IIF)}, {rtnl.RTA_OIF, u32(q.OIF)},
-		{rtnl.RTA_MARK, u32(q.Mark)}, {rtnl.RTA_UID, u32(q.UID)}, {rtnl.RTA_TABLE, u32(q.Table32)}, {rtnl.RTA_IP_PROTO, []byte{q.IPProto}},
+		{rtnl.RTA_MARK, u32(q.Mark)}, {rtnl.RTA_FLOWLABEL, binary.BigEndian.AppendUint32(nil, q.FlowLabel)}, {rtnl.RTA_UID, u32(q.UID)}, {rtnl.RTA_TABLE, u32(q.Table32)}, {rtnl.RTA_IP_PROTO, []byte{q.IPProto}},
 	} {
 		if q.Has(a.t) {
 			body = append(body, nla(uint16(a.t), a.v)...)
@@ -224,6 +224,40 @@ func TestRouteGetMatchesKernel(t *testing.T) {
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s (-kernel +nlemu):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestRouteGet6FlowLabelUpperBitsAreTrafficClass: inet6_rtm_getroute()
+// ORs RTA_FLOWLABEL into rtm_tos << 20 without checking it, so a label
+// with bits above the 20-bit mask selects by traffic class. Verified on
+// Linux 6.18: with `ip -6 rule add pref 50 tos 0x10 table 100`, a request
+// whose be32 RTA_FLOWLABEL is 0x01000000 (tclass 0x10) is answered from
+// table 100, one with 0x02000000 (tclass 0x20) from main.
+func TestRouteGet6FlowLabelUpperBitsAreTrafficClass(t *testing.T) {
+	ns := rgNS(t)
+	if err := rtDo(t, ns, &recorder{}, rtIP("add", "::/0", func(m *rtnl.RouteMsg) {
+		m.Gateway = netip.MustParseAddr("2001:db8::3")
+		m.Set(rtnl.RTA_GATEWAY)
+	}, rtTable(100))); err != nil {
+		t.Fatal(err)
+	}
+	rule := []byte{rtnl.AF_INET6, 0, 0, 0x10, 100, 0, 0, rtnl.FR_ACT_TO_TBL, 0, 0, 0, 0}
+	rule = append(rule, nla(rtnl.FRA_PRIORITY, binary.NativeEndian.AppendUint32(nil, 50))...)
+	if err := doReq(t, ns, rtnl.RTM_NEWRULE, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, rule); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		label uint32
+		gw    string
+	}{{0x01000000, "2001:db8::3"}, {0x02000000, "2001:db8::2"}, {0x00012345, "2001:db8::2"}} {
+		q := rtnl.RouteMsg{Family: rtnl.AF_INET6}
+		rgDst("2001:db9::1")(&q)
+		q.FlowLabel = tc.label
+		q.Set(rtnl.RTA_FLOWLABEL)
+		got, err := rgGet(t, ns, q, false)
+		if err != nil || !strings.Contains(got, "GATEWAY="+tc.gw) {
+			t.Errorf("label %#x: %q %v, want the route via %s", tc.label, got, err, tc.gw)
 		}
 	}
 }
