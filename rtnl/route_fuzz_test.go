@@ -31,6 +31,8 @@ func FuzzRouteDecode(f *testing.F) {
 			check("request", err)
 			if err == nil {
 				_, _ = r.ConvertMetrics(nil)
+				check("attribute loop", r.CheckAttrLoop4())
+				check("multipath encap", ValidMultipathEncap(r.Multipath))
 			}
 			for _, strict := range []bool{false, true} {
 				_, err = DecodeRouteGet(&m, strict)
