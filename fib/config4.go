@@ -51,12 +51,31 @@ func parse4(m *rtnl.RouteMsg, nlFlags uint16) (Config, *rtnl.Error) {
 	// The attribute loop: RTA_VIA is converted as it is met
 	// (fib_gw_from_via()); a 0.0.0.0 RTA_GATEWAY is no gateway.
 	hasGw, hasVia := m.Has(rtnl.RTA_GATEWAY), m.Has(rtnl.RTA_VIA)
+	// The attributes that can fail inside the loop fail in message order:
+	// RTA_VIA (fib_gw_from_via()), RTA_MULTIPATH's encapsulations and
+	// RTA_ENCAP_TYPE (lwtunnel_valid_encap_type[_attr]()).
+	var (
+		loopErr *rtnl.Error
+		loopOff uint32
+	)
+	fail := func(t int, err *rtnl.Error) {
+		if err != nil && (loopErr == nil || m.Off(t) < loopOff) {
+			loopErr, loopOff = err, m.Off(t)
+		}
+	}
 	if hasVia {
 		gw, err := gwFromVia(m.Len(rtnl.RTA_VIA), m.ViaFamily, m.ViaAddr)
-		if err != nil {
-			return c, err
-		}
+		fail(rtnl.RTA_VIA, err)
 		c.Gateway = gw
+	}
+	if m.Has(rtnl.RTA_MULTIPATH) {
+		fail(rtnl.RTA_MULTIPATH, rtnl.ValidMultipathEncap(m.Multipath))
+	}
+	if m.Has(rtnl.RTA_ENCAP_TYPE) {
+		fail(rtnl.RTA_ENCAP_TYPE, rtnl.ValidEncapType(m.EncapType))
+	}
+	if loopErr != nil {
+		return c, loopErr
 	}
 	if hasGw && !m.Gateway.IsUnspecified() {
 		c.Gateway = m.Gateway
@@ -133,6 +152,9 @@ func (c *Config) build4(env Env) (Route, *rtnl.Error) {
 	if c.NhID != 0 {
 		// No nexthop objects exist in nlemu (nexthop_find_by_id()).
 		return r, einval("Nexthop id does not exist")
+	}
+	if encapRequested(m) {
+		return r, errf(syscall.EOPNOTSUPP, "lwt encapsulation type not supported")
 	}
 	if m.Has(rtnl.RTA_MULTIPATH) {
 		// fib_count_nexthops().
@@ -402,4 +424,20 @@ func (env Env) addrTypeTable4(a netip.Addr, tb uint32, dev int32) uint8 {
 		return rtnl.RTN_UNICAST
 	}
 	return res.Route.Type
+}
+
+// encapRequested reports an lwtunnel encapsulation of a type the kernel
+// has built in (the others failed in Parse): nlemu stores no encapsulation
+// state, so such a route is refused as a kernel without that type would
+// refuse it.
+func encapRequested(m *rtnl.RouteMsg) bool {
+	if m.Has(rtnl.RTA_ENCAP_TYPE) && m.Has(rtnl.RTA_ENCAP) {
+		return true
+	}
+	for i := range m.Multipath {
+		if m.Multipath[i].Has(rtnl.RTA_ENCAP_TYPE) && m.Multipath[i].Has(rtnl.RTA_ENCAP) {
+			return true
+		}
+	}
+	return false
 }

@@ -65,6 +65,9 @@ func parse6(m *rtnl.RouteMsg, typ, nlFlags uint16) (Config, *rtnl.Error) {
 		c.Table = m.Table32
 	}
 	if m.Has(rtnl.RTA_MULTIPATH) {
+		if err := rtnl.ValidMultipathEncap(m.Multipath); err != nil {
+			return c, err
+		}
 		if err := multipathPrecheck6(m, c.Gateway.IsValid(), typ == rtnl.RTM_NEWROUTE); err != nil {
 			return c, err
 		}
@@ -73,6 +76,11 @@ func parse6(m *rtnl.RouteMsg, typ, nlFlags uint16) (Config, *rtnl.Error) {
 		// Anything but high or low is medium.
 		if p := m.Pref; p == 1 || p == 3 {
 			c.Pref = p
+		}
+	}
+	if m.Has(rtnl.RTA_ENCAP_TYPE) {
+		if err := rtnl.ValidEncapType(m.EncapType); err != nil {
+			return c, err
 		}
 	}
 	if m.Has(rtnl.RTA_EXPIRES) {
@@ -159,6 +167,9 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		return r, err
 	}
 	r.Metrics = metrics
+	if encapRequested(m) {
+		return r, errf(syscall.EOPNOTSUPP, "lwt encapsulation type not supported")
+	}
 	if !m.Has(rtnl.RTA_MULTIPATH) {
 		nh, err := c.nhInit6(env, r.Type)
 		if err != nil {
