@@ -76,12 +76,9 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 	}
 	if q.Address != nil {
 		l := &c.links[i]
-		if l.Kind == "" {
-			// lo has no ndo_set_mac_address.
-			return rtnl.Errno(syscall.EOPNOTSUPP)
-		}
 		a := q.Address[:6]
-		// eth_prepare_mac_addr_change(): is_valid_ether_addr().
+		// eth_prepare_mac_addr_change(): is_valid_ether_addr() (lo too:
+		// its ndo_set_mac_address is eth_mac_addr()).
 		if a[0]&1 != 0 || bytes.Equal(a, zeroMAC) {
 			return rtnl.Errno(syscall.EADDRNOTAVAIL)
 		}
