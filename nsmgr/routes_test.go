@@ -42,10 +42,14 @@ func (r *routeRecorder) msgs() []rtnl.Message {
 // test adds).
 func routeTestNS(t testing.TB) *Namespace {
 	t.Helper()
-	ns := newNamespace("t", &rulesops.Config{RTNL: &rtnl.RTNL{}})
+	cfg := &rulesops.Config{RTNL: &rtnl.RTNL{}}
+	ns := newNamespace("t", cfg)
 	if _, ok := ns.devs.ChangeFlags(netdev.LoopbackIndex, netdev.IFF_UP); !ok {
 		t.Fatal("lo up failed")
 	}
+	// IPv4 route changes must hold RTNL (fib_table_insert() under
+	// ASSERT_RTNL()).
+	ns.v4.SetRTNLCheck(cfg.RTNL.Held)
 	return ns
 }
 
@@ -478,5 +482,31 @@ func TestUnspecRouteDumpSurvivesRequestReuse(t *testing.T) {
 	}
 	if d.Err() != nil || n != 301 {
 		t.Fatalf("dump: %d routes, %v; want 301 and no error", n, d.Err())
+	}
+}
+
+// TestRouteChangesLockAsTheKernel: an IPv4 route change takes RTNL (the
+// ASSERT_RTNL() check of the IPv4 tables is armed in routeTestNS), an IPv6
+// one does not (ip6_route_init() registers its handlers
+// RTNL_FLAG_DOIT_UNLOCKED); both are counted for `nlemu stats`.
+func TestRouteChangesLockAsTheKernel(t *testing.T) {
+	ns := routeTestNS(t)
+	l := ns.cfg.RTNL
+	v4, v6 := RouteChanges.IPv4RTNL.Load(), RouteChanges.IPv6Writer.Load()
+	before := l.Stats().Acquisitions
+	if err := rtDo(t, ns, nil, rtIP("add", "2001:db8:1::/64", rtDevLo)); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Stats().Acquisitions; got != before {
+		t.Errorf("IPv6 route add took RTNL (%d -> %d acquisitions)", before, got)
+	}
+	if err := rtDo(t, ns, nil, rtIP("add", "10.1.0.0/16", rtDevLo)); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Stats().Acquisitions; got != before+1 {
+		t.Errorf("IPv4 route add: %d RTNL acquisitions, want %d", got, before+1)
+	}
+	if d4, d6 := RouteChanges.IPv4RTNL.Load()-v4, RouteChanges.IPv6Writer.Load()-v6; d4 != 1 || d6 != 1 {
+		t.Errorf("route change counters moved by %d (IPv4) and %d (IPv6), want 1 and 1", d4, d6)
 	}
 }
