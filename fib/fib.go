@@ -198,6 +198,18 @@ func (t *Tables) Count() int { return len(t.set.Load().byID) }
 // ECMP sibling set counts once).
 func (t *Tables) Routes() int { return int(t.routes.Load()) }
 
+// LookupTable returns the entries of the longest prefix containing addr
+// in table id, as a value (the view of the current snapshot; while merged,
+// main's own entries only — the merged fast path uses
+// Snapshot.MergedMain).
+func (t *Tables) LookupTable(id uint32, addr netip.Addr) (Entries, bool) {
+	v, ok := t.Snapshot().Table(id)
+	if !ok {
+		return Entries{}, false
+	}
+	return v.Lookup(addr)
+}
+
 // root returns table id's current root for a writer (mu held).
 func (t *Tables) root(id uint32) *bart.Table[leaf] {
 	if t.family == afInet && (id == tableMain || id == tableLocal) {
@@ -291,7 +303,11 @@ func (t *Tables) release(a *attrs) {
 // caller must hold RTNL for IPv4.
 func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 	t.assertRTNL()
+	if !t.ofFamily(r.Dst) {
+		return Change{}, rtnl.Errno(syscall.EAFNOSUPPORT)
+	}
 	r.Dst = r.Dst.Masked()
+	r.Family = t.family
 	if r.Table == 0 {
 		r.Table = tableMain
 	}
@@ -304,10 +320,19 @@ func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 	return t.insert6(r, nlFlags)
 }
 
+// ofFamily reports whether p is a valid prefix of the Tables' family (a
+// caller bug otherwise: the validation rejects other families first).
+func (t *Tables) ofFamily(p netip.Prefix) bool {
+	return p.IsValid() && p.Addr().Is4() == (t.family == afInet) && !p.Addr().Is4In6()
+}
+
 // Delete removes the first route m matches (IPv4: fib_table_delete();
 // IPv6: ip6_route_del()). The caller must hold RTNL for IPv4.
 func (t *Tables) Delete(m Match) (Change, *rtnl.Error) {
 	t.assertRTNL()
+	if !t.ofFamily(m.Dst) {
+		return Change{}, rtnl.Errno(syscall.EAFNOSUPPORT)
+	}
 	if m.Table == 0 {
 		m.Table = tableMain
 	}
