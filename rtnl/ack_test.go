@@ -104,6 +104,11 @@ func TestAttrsWalker(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Error(d)
 	}
+	for a := range Attrs(rtAttr(RTA_DST|nlaFNested|nlaFNetByteOrder, 1)) {
+		if !a.Nested || !a.NetByteOrder || a.Type != RTA_DST || a.RawType() != RTA_DST|nlaFNested|nlaFNetByteOrder {
+			t.Errorf("flags: %+v", a)
+		}
+	}
 	if n := AttrsLeftover(b); n != -3 {
 		t.Errorf("leftover %d", n)
 	}

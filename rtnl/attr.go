@@ -69,15 +69,31 @@ func (it *attrIter) next() (rawAttr, bool) {
 func (it *attrIter) leftover() int { return len(it.b) - it.off }
 
 // Attr is one netlink attribute as the kernel's nla_for_each_attr() sees
-// it: the type without its flag bits, whether NLA_F_NESTED was set, the
-// payload (nla_len - 4 bytes, padding excluded) and the offset of its
-// header from the start of the walked buffer.
+// it: the type without its flag bits (nla_type()), the flags, the payload
+// (nla_len - 4 bytes, padding excluded) and the offset of its header from
+// the start of the walked buffer.
 type Attr struct {
-	Type   uint16
-	Nested bool
-	Data   []byte
-	Off    int
+	Type         uint16
+	Nested       bool // NLA_F_NESTED
+	NetByteOrder bool // NLA_F_NET_BYTEORDER
+	Data         []byte
+	Off          int
 }
+
+// RawType is the attribute's nla_type field with its flag bits.
+func (a Attr) RawType() uint16 {
+	t := a.Type
+	if a.Nested {
+		t |= nlaFNested
+	}
+	if a.NetByteOrder {
+		t |= nlaFNetByteOrder
+	}
+	return t
+}
+
+// nlaFNetByteOrder is NLA_F_NET_BYTEORDER.
+const nlaFNetByteOrder = 0x4000
 
 // Attrs iterates over the attributes in b with the kernel's nla_ok() /
 // nla_next() rules: the walk ends silently at an attribute whose length is
@@ -89,7 +105,11 @@ func Attrs(b []byte) iter.Seq[Attr] {
 	return func(yield func(Attr) bool) {
 		for it := (attrIter{b: b}); ; {
 			a, ok := it.next()
-			if !ok || !yield(Attr{Type: a.typ, Nested: a.nested, Data: a.data, Off: int(a.off)}) {
+			if !ok {
+				return
+			}
+			raw := ne.Uint16(b[a.off+2:])
+			if !yield(Attr{Type: a.typ, Nested: a.nested, NetByteOrder: raw&nlaFNetByteOrder != 0, Data: a.data, Off: int(a.off)}) {
 				return
 			}
 		}
