@@ -39,8 +39,15 @@ type addrState struct {
 	ready map[int32]bool
 }
 
-// defaultDADDelay is nlemu's DAD duration: within the kernel's 1–2 s.
-const defaultDADDelay = 1500 * time.Millisecond
+// defaultDADDelay is nlemu's DAD duration: 0, DAD completes within the
+// request that starts it (no other node can answer a probe in an
+// emulated namespace), as nlemu runs linkwatch synchronously too. The
+// kernel keeps the address tentative for 1–2 s (a random
+// rtr_solicit_delay, then one probe of retrans_time); the notifications
+// keep the kernel's order either way (the tentative RTM_NEWADDR, then the
+// RTM_NEWADDR and local route of addrconf_dad_completed()). SetDADDelay
+// makes DAD take time, as on the kernel.
+const defaultDADDelay = 0
 
 func newAddrState() *addrState {
 	return &addrState{store: netdev.NewAddrs(), dadDelay: defaultDADDelay, ready: map[int32]bool{}}
@@ -561,6 +568,7 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 	switch ev.Kind {
 	case netdev.EvUp:
 		ns.inetUp(l)
+		ns.v4.SyncUpDev(l.Index, rtnl.RTNH_F_DEAD)
 		ns.fibNetdevUp(l)
 		if linkReady(l) {
 			ns.addrconfReady(l)
@@ -677,7 +685,7 @@ func eui64LinkLocal(l netdev.Link) (netip.Addr, bool) {
 // RTM_DELROUTE), then every address (RTM_DELADDR each).
 func (ns *Namespace) addrconfIfdown(l netdev.Link, unregister bool) {
 	ns.setReady6(l.Index, false)
-	ns.flushDevRoutes6(l.Index)
+	ns.flushDevRoutes6(l.Index, unregister)
 	for _, a := range ns.addr.store.Flush(rtnl.AF_INET6, l.Index) {
 		if unregister {
 			continue

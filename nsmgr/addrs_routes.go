@@ -266,7 +266,7 @@ func (ns *Namespace) localRoute4(addr netip.Addr) bool {
 // flushPrefsrc4 is fib_sync_down_addr() and fib_flush(): the main table's
 // routes with prefsrc addr are removed, without a message.
 func (ns *Namespace) flushPrefsrc4(addr netip.Addr) {
-	ns.flushWhere(ns.v4, func(r fib.Route) bool {
+	ns.v4.RemoveIf(func(r *fib.Route) bool {
 		return r.Table == rtnl.RT_TABLE_MAIN && r.Prefsrc == addr
 	}, false)
 }
@@ -277,53 +277,34 @@ func (ns *Namespace) flushPrefsrc4(addr netip.Addr) {
 // going away) every route through the device goes. The kernel sends no
 // RTM_DELROUTE for them.
 func (ns *Namespace) flushDevRoutes4(dev int32, force bool) {
-	ns.flushWhere(ns.v4, func(r fib.Route) bool {
-		if !force && r.Scope == rtnl.RT_SCOPE_HOST {
-			return false
-		}
-		return allHopsOn(r, dev)
-	}, false)
+	ev := fib.DevDown
+	if force {
+		ev = fib.DevUnregister
+	}
+	ns.v4.SyncDownDev(dev, ev)
 }
 
 // flushDevRoutes6 is rt6_disable_ip() → rt6_sync_down_dev(NETDEV_DOWN):
-// every IPv6 route through the device, each with its RTM_DELROUTE, in
-// table and tree order.
-func (ns *Namespace) flushDevRoutes6(dev int32) {
-	ns.flushWhere(ns.v6, func(r fib.Route) bool { return allHopsOn(r, dev) }, true)
+// every IPv6 route through the device, each with its RTM_DELROUTE.
+func (ns *Namespace) flushDevRoutes6(dev int32, unregister bool) {
+	ev := fib.DevDown
+	if unregister {
+		ev = fib.DevUnregister
+	}
+	ns.NotifyRouteEvents(ns.v6.SyncDownDev(dev, ev))
 }
 
-// allHopsOn reports whether every hop of r uses dev (a multipath route
-// with a hop elsewhere survives: the kernel marks the hop dead, which
-// nlemu does not model yet).
-func allHopsOn(r fib.Route, dev int32) bool {
-	if len(r.Nexthops) == 0 {
-		return false
+// setLinkdown is fib_sync_down_dev(NETDEV_CHANGE) / fib_sync_up() and
+// rt6_sync_down_dev(NETDEV_CHANGE) / rt6_sync_up(): the hops through dev
+// gain or lose RTNH_F_LINKDOWN, without a message.
+func (ns *Namespace) setLinkdown(dev int32, down bool) {
+	if down {
+		ns.v4.SyncDownDev(dev, fib.DevCarrierDown)
+		ns.v6.SyncDownDev(dev, fib.DevCarrierDown)
+		return
 	}
-	for _, h := range r.Nexthops {
-		if h.Dev != dev {
-			return false
-		}
-	}
-	return true
-}
-
-// flushWhere deletes every route of t that sel picks, walking the tables in
-// dump order; notify sends the RTM_DELROUTEs.
-func (ns *Namespace) flushWhere(t *fib.Tables, sel func(fib.Route) bool, notify bool) {
-	var doomed []fib.Route
-	for v := range t.Snapshot().Tables() {
-		for _, r := range v.Walk(fib.Cursor{}) {
-			if sel(r) {
-				doomed = append(doomed, r)
-			}
-		}
-	}
-	for _, r := range doomed {
-		ch, err := t.Delete(exactMatch(r))
-		if err == nil && notify {
-			ns.NotifyRouteEvents(ch)
-		}
-	}
+	ns.v4.SyncUpDev(dev, rtnl.RTNH_F_LINKDOWN)
+	ns.v6.SyncUpDev(dev, rtnl.RTNH_F_LINKDOWN)
 }
 
 // exactMatch is the Match that selects exactly r.
@@ -332,25 +313,10 @@ func exactMatch(r fib.Route) fib.Match {
 		Family: r.Family, Table: r.Table, Dst: r.Dst, Src: r.Src, Tos: r.Tos, Type: r.Type,
 		Scope: r.Scope, Protocol: r.Protocol, Priority: r.Priority, Prefsrc: r.Prefsrc, NhID: r.NhID,
 	}
-	if r.Family == rtnl.AF_INET6 {
-		m.Type, m.Scope = 0, 0
-	}
 	if len(r.Nexthops) == 1 {
 		m.Oif, m.Gateway = r.Nexthops[0].Dev, r.Nexthops[0].Gateway
 	}
-	if r.Priority == 0 && r.Family == rtnl.AF_INET6 {
-		// IPv6 metric 0 is "any" in a Match; the local routes have 0.
-		m.Priority = 0
-	}
 	return m
-}
-
-// setLinkdown is fib_sync_down_dev(NETDEV_CHANGE) / fib_sync_up() and
-// rt6_sync_down_dev(NETDEV_CHANGE) / rt6_sync_up(): the hops through dev
-// gain or lose RTNH_F_LINKDOWN, without a message. (It needs a bulk flag
-// change from fib; until then the flag is left as it was set at insert.)
-func (ns *Namespace) setLinkdown(dev int32, down bool) {
-	_, _ = dev, down
 }
 
 // modifyPrefixMetric4 is fib_modify_prefix_metric(): the prefix route of
