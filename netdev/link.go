@@ -378,7 +378,7 @@ func (c *change) register(l Link, want int32) (int, *rtnl.Error) {
 		return -1, err
 	}
 	l.Index = idx
-	if l.Mtu6() {
+	if l.MTU >= 1280 { // IPV6_MIN_MTU: addrconf sets mtu6 from dev->mtu
 		l.Inet6.Conf = append([]int32(nil), l.Inet6.Conf...)
 		l.Inet6.Conf[v6MTU6] = int32(l.MTU)
 	}
@@ -391,10 +391,6 @@ func (c *change) register(l Link, want int32) (int, *rtnl.Error) {
 	c.event(EvRegister, i)
 	return i, nil
 }
-
-// Mtu6 reports whether the device's IPv6 mtu follows its MTU (addrconf
-// sets mtu6 from dev->mtu when the inet6_dev is created).
-func (l Link) Mtu6() bool { return l.MTU >= 1280 }
 
 // configure is rtnl_configure_link(): ifi_flags, then the first
 // RTM_NEWLINK (change ^0) and NETDEV_UP when the request opened it.

@@ -109,11 +109,9 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 		c.msg(i, 0)
 		// addrconf_notify(NETDEV_CHANGEMTU), after the message: mtu6
 		// follows the device.
-		l = &c.links[i]
-		conf := append([]int32(nil), l.Inet6.Conf...)
-		conf[v6MTU6] = int32(l.MTU)
-		l.Inet6.Conf = conf
+		c.setMTU6(i)
 		c.event(EvChangeMTU, i)
+		l = &c.links[i]
 		if l.Master != 0 {
 			c.recalcBridge(c.find(l.Master), true)
 		}
@@ -343,7 +341,17 @@ func (c *change) recalcMTU(m int) bool {
 		return false
 	}
 	b.MTU = mtu
+	c.setMTU6(m)
+	c.event(EvChangeMTU, m)
 	return true
+}
+
+// setMTU6 is addrconf_notify(NETDEV_CHANGEMTU): mtu6 follows the device.
+func (c *change) setMTU6(i int) {
+	l := &c.links[i]
+	conf := append([]int32(nil), l.Inet6.Conf...)
+	conf[v6MTU6] = int32(l.MTU)
+	l.Inet6.Conf = conf
 }
 
 // recalcBridge is br_stp_recalculate_bridge_id() and br_mtu_auto_adjust()
