@@ -213,6 +213,13 @@ func (m *RouteMsg) decodeHeader(d []byte) {
 // "Attribute failed policy validation" at the attribute's offset with the
 // policy description. The semantic checks (tos, type, prefix length, via,
 // nexthop id, ...) are the caller's, in the kernel's order.
+//
+// Only AF_INET and AF_INET6 are decoded. The IP multicast-routing families
+// have route handlers of their own, which a dispatcher must answer for
+// (measured on Linux 6.18 without multicast routing: RTNL_FAMILY_IPMR
+// NEWROUTE/DELROUTE of a unicast header EINVAL without extack, its doit
+// GETROUTE ENOENT; RTNL_FAMILY_IP6MR NEWROUTE EOPNOTSUPP, its GETROUTE
+// ENOENT "ipv6: MR table does not exist"; both dumps empty).
 func DecodeRouteRequest(m *Message) (*RouteMsg, *Error) {
 	r := new(RouteMsg)
 	if err := r.DecodeRequest(m); err != nil {
