@@ -792,12 +792,7 @@ func appendAddrAttr(dst []byte, t uint16, a netip.Addr) []byte {
 func appendViaAttr(dst []byte, fam uint16, a netip.Addr) []byte {
 	var b [18]byte
 	ne.PutUint16(b[:], fam)
-	n := 2
-	if a.Is4() {
-		n += copy(b[2:], a.AsSlice())
-	} else if a.IsValid() {
-		n += copy(b[2:], a.AsSlice())
-	}
+	n := 2 + copy(b[2:], a.AsSlice()) // an invalid address: the family alone
 	return appendBytesAttr(dst, RTA_VIA, b[:n])
 }
 
