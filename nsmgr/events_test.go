@@ -205,7 +205,9 @@ func TestLinkDumpFilters(t *testing.T) {
 	kind := func(k string) []byte {
 		return lnla(nil, rtnl.IFLA_LINKINFO|0x8000, lnla(nil, rtnl.IFLA_INFO_KIND, []byte(k+"\x00")))
 	}
-	master := func(i int32) []byte { return lnla(nil, rtnl.IFLA_MASTER, binary.NativeEndian.AppendUint32(nil, uint32(i))) }
+	master := func(i int32) []byte {
+		return lnla(nil, rtnl.IFLA_MASTER, binary.NativeEndian.AppendUint32(nil, uint32(i)))
+	}
 	type entry struct {
 		Index    int32
 		Filtered bool
