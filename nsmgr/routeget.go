@@ -479,13 +479,14 @@ func (ns *Namespace) forwarding4(dev int32) bool {
 	return ok && len(c) > 0 && c[0] != 0
 }
 
-// rulesNeedL4 is fib4_rules_early_flow_dissect()'s condition: some rule
-// of the family selects on ip_proto or ports.
+// rulesNeedL4 is fib4_rules_early_flow_dissect()'s condition
+// (fib_rules_require_fldissect): some rule of the family selects on
+// ip_proto or ports and is not bound to lo (fib_rule_requires_fldissect()).
 func (ns *Namespace) rulesNeedL4(fam uint8) bool {
 	s := ns.Rules(fam).Snapshot()
 	for i := 0; i < s.Len(); i++ {
 		_, x := s.Rule(i)
-		if x.IPProto != 0 || x.Sport != [2]uint16{} || x.Dport != [2]uint16{} {
+		if x.IIFIndex() != loIndex && (x.IPProto != 0 || x.Sport != [2]uint16{} || x.Dport != [2]uint16{}) {
 			return true
 		}
 	}
@@ -683,6 +684,10 @@ func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Err
 			return rtnl.Errno(syscall.ENODEV)
 		}
 		k.IIF = iif
+		// fib6_rules_early_flow_dissect(), as on the IPv4 input path.
+		if !ns.rulesNeedL4(rtnl.AF_INET6) {
+			k.Proto, k.Sport, k.Dport = 0, 0, 0
+		}
 	} else {
 		k.IIF = loIndex
 		if q.Has(rtnl.RTA_OIF) {
