@@ -275,56 +275,30 @@ type FlagChange struct {
 	Up bool
 }
 
-// changeableFlags are the dev->flags bits ChangeFlags applies. The kernel's
-// __dev_change_flags() also takes IFF_DEBUG, IFF_NOARP, IFF_MULTICAST and
-// others, and IFF_PROMISC / IFF_ALLMULTI as counters; nlemu implements only
-// IFF_UP for now.
-const changeableFlags = IFF_UP
-
-// ChangeFlags sets the device's dev->flags to flags within the bits of
-// changeableFlags (dev_change_flags()); other bits of flags are ignored.
-// It returns nil when nothing changed (the kernel then sends no
-// notification), and false when there is no device with that index.
+// ChangeFlags sets the device's IFF_UP to that of flags (other bits are
+// ignored), through Set: dev_change_flags(). It returns nil when nothing
+// changed (the kernel then sends no notification), and false when there
+// is no device with that index. Set's events are dropped: callers that
+// announce changes use Set.
 func (d *Devices) ChangeFlags(index int32, flags uint32) (*FlagChange, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	old := *d.links.Load()
-	i := -1
-	for j, l := range old {
-		if l.Index == index {
-			i = j
-		}
-	}
-	if i < 0 {
+	if _, ok := d.ByIndex(index); !ok {
 		return nil, false
 	}
-	l := old[i]
-	nf := (l.Flags &^ changeableFlags) | (flags & changeableFlags)
-	if nf == l.Flags {
+	evs, err := d.Set(index, &rtnl.LinkConf{Index: index, Flags: flags & IFF_UP, Change: IFF_UP})
+	if err != nil {
 		return nil, true
 	}
-	ch := &FlagChange{Changed: nf ^ l.Flags, Up: nf&IFF_UP != 0}
-	l.Flags = nf
-	if ch.Up {
-		// __dev_open() → dev_activate(): a device with IFF_NO_QUEUE (lo)
-		// gets noqueue, and keeps it when it goes down again.
-		l.Qdisc = "noqueue"
+	var ch *FlagChange
+	for _, ev := range evs {
+		for _, n := range ev.Msgs {
+			if ch == nil && n.Kind == NotifyNewLink && n.Change&IFF_UP != 0 {
+				ch = &FlagChange{Changed: n.Change, Notified: n.Link, Up: n.Link.Flags&IFF_UP != 0}
+			}
+		}
 	}
-	ch.Notified = l
-	// addrconf_notify(): NETDEV_UP marks the inet6_dev ready, NETDEV_DOWN
-	// (addrconf_ifdown()) clears it; both stamp idev->tstamp.
-	if ch.Up {
-		l.Inet6.Flags |= ifReady
-	} else {
-		l.Inet6.Flags &^= ifReady
+	if ch == nil {
+		return nil, true
 	}
-	l.Inet6.Tstamp = nowCentis()
-	if ch.Up {
-		l.Inet4MCStamp = l.Inet6.Tstamp // ip_mc_up() joins 224.0.0.1
-	}
-	ch.After = l
-	links := append([]Link(nil), old...)
-	links[i] = l
-	d.links.Store(&links)
+	ch.After, _ = d.ByIndex(index)
 	return ch, true
 }
