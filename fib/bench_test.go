@@ -44,7 +44,7 @@ func fillFast(tb *Tables, n int) {
 		bt.Insert(r.Dst, leaf{head: tb.intern(r)})
 	}
 	tb.routes.Add(int64(n))
-	tb.publish(tableMain, bt)
+	tb.publish(tableMain, storeOf(bt))
 }
 
 // BenchmarkInsert measures one insert+delete pair into a table already

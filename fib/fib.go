@@ -161,7 +161,7 @@ func (t *Tables) Unmerge() error {
 	if old.main != nil {
 		local := new(bart.Table[leaf])
 		main := old.main
-		for p, l := range old.main.All4() {
+		for p, l := range old.main.All() {
 			var keep, move []*attrs
 			for i := range l.len() {
 				if a := l.at(i); a.r.Table == tableLocal {
@@ -174,13 +174,9 @@ func (t *Tables) Unmerge() error {
 				continue
 			}
 			local.Insert(p, leafOf(move))
-			if len(keep) == 0 {
-				main = main.DeletePersist(p)
-			} else {
-				main = main.InsertPersist(p, leafOf(keep))
-			}
+			main = main.with(p, leafOf(keep))
 		}
-		nl.main, nl.local = main, local
+		nl.main, nl.local = main, storeOf(local)
 	}
 	t.lm.Store(nl)
 	t.merged.Store(false)
@@ -211,7 +207,7 @@ func (t *Tables) LookupTable(id uint32, addr netip.Addr) (Entries, bool) {
 }
 
 // root returns table id's current root for a writer (mu held).
-func (t *Tables) root(id uint32) *bart.Table[leaf] {
+func (t *Tables) root(id uint32) *store {
 	if t.family == afInet && (id == tableMain || id == tableLocal) {
 		lm := t.lm.Load()
 		if id == tableMain {
@@ -227,7 +223,7 @@ func (t *Tables) root(id uint32) *bart.Table[leaf] {
 }
 
 // publish stores root as table id's new root (mu held): one atomic store.
-func (t *Tables) publish(id uint32, root *bart.Table[leaf]) {
+func (t *Tables) publish(id uint32, root *store) {
 	if t.family == afInet && (id == tableMain || id == tableLocal) {
 		old := t.lm.Load()
 		n := *old
@@ -259,16 +255,7 @@ func (t *Tables) getLeaf(id uint32, p netip.Prefix) leaf {
 // setLeaf replaces the entries at p (none: the prefix is removed) with a
 // persistent update: only the path to p is copied.
 func (t *Tables) setLeaf(id uint32, p netip.Prefix, s []*attrs) {
-	r := t.root(id)
-	if r == nil {
-		r = new(bart.Table[leaf])
-	}
-	if len(s) == 0 {
-		r = r.DeletePersist(p)
-	} else {
-		r = r.InsertPersist(p, leafOf(s))
-	}
-	t.publish(id, r)
+	t.publish(id, t.root(id).with(p, leafOf(s)))
 }
 
 // intern returns the shared attrs for r (Dst ignored), taking a reference.

@@ -92,7 +92,7 @@ func TestUnmergeSplitsStorage(t *testing.T) {
 	if d := cmp.Diff(d254, dump(tb, tableMain)); d != "" {
 		t.Errorf("main changed (-before +after):\n%s", d)
 	}
-	for p, l := range s.lm.main.All4() {
+	for p, l := range s.lm.main.All() {
 		for i := range l.len() {
 			if l.at(i).r.Table != tableMain {
 				t.Errorf("main storage keeps %v of table %d", p, l.at(i).r.Table)
@@ -153,7 +153,7 @@ func TestUnmergeRaceWithInserts(t *testing.T) {
 				if s.lm.main == nil {
 					continue
 				}
-				for _, l := range s.lm.main.All4() {
+				for _, l := range s.lm.main.All() {
 					if l.at(0).r.Table != tableMain {
 						bad.Store("split snapshot with a local entry in main")
 					}

@@ -31,11 +31,7 @@ func (t *Tables) edit(f func(r Route) (nr Route, keep, changed bool)) {
 		if root == nil {
 			continue
 		}
-		all := root.All6()
-		if t.family == afInet {
-			all = root.All4()
-		}
-		for p, l := range all {
+		for p, l := range root.All() {
 			var s []*attrs
 			dirty := false
 			for i := range l.len() {

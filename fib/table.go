@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"sync/atomic"
-
-	"github.com/gaissmai/bart"
 )
 
 // attrs is one stored route without its prefix: the kernel's fib_alias
@@ -104,12 +102,12 @@ func appendAddr(b []byte, a netip.Addr) []byte {
 	return append(append(b, 6), v[:]...)
 }
 
-// table is one routing table. root is the published immutable bart table;
+// table is one routing table. root is the published immutable storage;
 // IPv4 main and local keep theirs in Tables.lm instead, so that the merge
 // state and both roots are published in one store.
 type table struct {
 	id   uint32
-	root atomic.Pointer[bart.Table[leaf]]
+	root atomic.Pointer[store]
 }
 
 // tableSet is the immutable registry of existing tables, replaced on
@@ -159,7 +157,7 @@ func (s *tableSet) with(t *table) *tableSet {
 // one store, so a reader never sees the flag and the roots disagree.
 type lmState struct {
 	merged      bool
-	main, local *bart.Table[leaf]
+	main, local *store
 }
 
 // Snapshot is an immutable view of a family's tables: the table set, the
@@ -239,7 +237,7 @@ func (s Snapshot) view(t *table) View {
 type View struct {
 	family uint8
 	id     uint32
-	bt     *bart.Table[leaf]
+	bt     *store
 	// all: every entry in bt belongs to this view (false only for merged
 	// IPv4 main/local, whose entries are told apart by table id).
 	all bool
