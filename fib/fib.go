@@ -176,7 +176,7 @@ func (t *Tables) Unmerge() error {
 			local.Insert(p, leafOf(move))
 			main = main.with(p, leafOf(keep))
 		}
-		nl.main, nl.local = main, storeOf(local)
+		nl.main, nl.local, nl.premerged = main, storeOf(local), old.main
 	}
 	t.lm.Store(nl)
 	t.merged.Store(false)

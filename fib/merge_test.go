@@ -111,6 +111,12 @@ func TestUnmergeSplitsStorage(t *testing.T) {
 	if tb.Snapshot().lm.main.Size() != 2 {
 		t.Error("a local insert after unmerge reached main")
 	}
+	// A reader that saw no custom rule before the unmerge still finds the
+	// local routes through the merged view.
+	mm, _ := tb.Snapshot().MergedMain()
+	if e, ok := mm.Lookup(netip.MustParseAddr("127.0.0.1")); !ok || e.At(0).Table != tableLocal {
+		t.Errorf("merged view after unmerge: %v %+v", ok, e)
+	}
 	tb.Unmerge()
 	if tb.Unmerges() != 1 {
 		t.Errorf("Unmerges = %d", tb.Unmerges())

@@ -158,6 +158,12 @@ func (s *tableSet) with(t *table) *tableSet {
 type lmState struct {
 	merged      bool
 	main, local *store
+	// premerged is, once unmerged, the merged storage as Unmerge found it:
+	// the answer for a reader that saw no custom rule yet but a snapshot
+	// taken after the unmerge. RTNL covers both the unmerge and the
+	// first rule's publication, so no route changed in between and that
+	// storage is the namespace's state at the unmerge.
+	premerged *store
 }
 
 // Snapshot is an immutable view of a family's tables: the table set, the
@@ -210,12 +216,19 @@ func (s Snapshot) Table(id uint32) (View, bool) {
 
 // MergedMain returns the view the kernel's merged fast path looks up: the
 // main trie including the local entries (fib_lookup() without custom
-// rules: main, then default). False when main does not exist.
+// rules: main, then default). False when main does not exist. A reader
+// that read "no custom rules" and then got an unmerged snapshot (the
+// first rule's unmerge ran in between) gets the merged storage as of the
+// unmerge, which is the state at a moment its lookup spans.
 func (s Snapshot) MergedMain() (View, bool) {
 	if s.lm == nil || s.set.get(tableMain) == nil {
 		return View{}, false
 	}
-	return View{family: s.family, id: tableMain, bt: s.lm.main, all: true}, true
+	bt := s.lm.main
+	if !s.lm.merged {
+		bt = s.lm.premerged
+	}
+	return View{family: s.family, id: tableMain, bt: bt, all: true}, true
 }
 
 func (s Snapshot) view(t *table) View {
