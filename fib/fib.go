@@ -294,6 +294,7 @@ func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 		return Change{}, rtnl.Errno(syscall.EAFNOSUPPORT)
 	}
 	r.Dst = r.Dst.Masked()
+	r.Src = plainSrc(r.Src)
 	r.Family = t.family
 	if r.Table == 0 {
 		r.Table = tableMain
@@ -305,6 +306,16 @@ func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 		return t.insert4(r, nlFlags)
 	}
 	return t.insert6(r, nlFlags)
+}
+
+// plainSrc canonicalizes an IPv6 source prefix: masked, and "from ::/0"
+// (src_len 0) is the plain route, as the kernel keeps it in the node
+// itself rather than in a source subtree.
+func plainSrc(p netip.Prefix) netip.Prefix {
+	if !p.IsValid() || p.Bits() == 0 {
+		return netip.Prefix{}
+	}
+	return p.Masked()
 }
 
 // ofFamily reports whether p is a valid prefix of the Tables' family (a
@@ -323,6 +334,7 @@ func (t *Tables) Delete(m Match) (Change, *rtnl.Error) {
 	if m.Table == 0 {
 		m.Table = tableMain
 	}
+	m.Src = plainSrc(m.Src)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.set.Load().get(m.Table) == nil {

@@ -546,3 +546,80 @@ func TestDelete6SiblingsNotification(t *testing.T) {
 		t.Errorf("set delete notifies %q, want %q", got, want)
 	}
 }
+
+// TestIPv6SourceRoutesDumpBeforePlain: source-specific routes of a
+// destination dump before its plain routes, their sources in post-order
+// (more specific first), metric order inside a source; "from ::/0" is a
+// plain route; a delete names the source group. Measured on Linux 6.18:
+// ip -6 route add 2001:db8:9::/64 [from S] dev D [metric M], then show.
+func TestIPv6SourceRoutesDumpBeforePlain(t *testing.T) {
+	tb := NewIPv6()
+	run(t, tb, []step{
+		{add: "2001:db8:9::/64 dev 3", flags: fAdd},
+		{add: "2001:db8:9::/64 from 2001:db8:aa::/64 dev 3", flags: fAdd},
+		{add: "2001:db8:9::/64 from 2001:db8:aa::/48 dev 3", flags: fAdd},
+		{add: "2001:db8:9::/64 from 2001:db8:bb::/64 dev 3", flags: fAdd},
+		{add: "2001:db8:9::/64 from 2001:db8:aa::/64 dev 2 metric 5", flags: fAdd},
+		{add: "2001:db8:9::/48 from ::/0 dev 2 metric 7", flags: fAdd},
+	})
+	want := []string{
+		"2001:db8:9::/64 from 2001:db8:aa::/64 t254 m5 p3 s0 y1 [dev 2]",
+		"2001:db8:9::/64 from 2001:db8:aa::/64 t254 m1024 p3 s0 y1 [dev 3]",
+		"2001:db8:9::/64 from 2001:db8:aa::/48 t254 m1024 p3 s0 y1 [dev 3]",
+		"2001:db8:9::/64 from 2001:db8:bb::/64 t254 m1024 p3 s0 y1 [dev 3]",
+		"2001:db8:9::/64 t254 m1024 p3 s0 y1 [dev 3]",
+		"2001:db8:9::/48 t254 m7 p3 s0 y1 [dev 2]",
+	}
+	if d := cmp.Diff(want, dump(tb, tableMain)); d != "" {
+		t.Errorf("(-kernel +ours):\n%s", d)
+	}
+	run(t, tb, []step{{del: m6("2001:db8:9::/64", func(m *Match) { m.Src = pf("2001:db8:aa::/64") })}})
+	if d := cmp.Diff(append(want[:0:0], want[1:]...), dump(tb, tableMain)); d != "" {
+		t.Errorf("after deleting from the source group (-want +got):\n%s", d)
+	}
+}
+
+// TestIPv6DeleteDefaultWithoutRouteIsENOENT: the fib6 root node always
+// exists, holding the null entry, so deleting ::/0 without a default
+// route is ENOENT where any other missing prefix is ESRCH (ROUTES-SPEC
+// E8b).
+func TestIPv6DeleteDefaultWithoutRouteIsENOENT(t *testing.T) {
+	tb := NewIPv6()
+	run(t, tb, []step{
+		{del: m6("::/0", nil), errno: syscall.ENOENT},
+		{del: m6("2001:db8::/32", nil), errno: syscall.ESRCH},
+		{add: "::/0 via fe80::1 dev 3", flags: fAdd},
+		{del: m6("::/0", nil)},
+		{del: m6("::/0", nil), errno: syscall.ENOENT},
+	})
+}
+
+// TestIPv4DeleteTosIsNeverAWildcard: a delete without tos cannot remove a
+// tos route, and one with a tos only removes that tos (ROUTES-SPEC 3.1).
+func TestIPv4DeleteTosIsNeverAWildcard(t *testing.T) {
+	tb := NewIPv4()
+	run(t, tb, []step{
+		{add: "10.80.0.0/16 dev 3 tos 0x10", flags: fAdd},
+		{del: m4("10.80.0.0/16", nil), errno: syscall.ESRCH},
+		{del: m4("10.80.0.0/16", func(m *Match) { m.Tos = 0x08 }), errno: syscall.ESRCH},
+		{del: m4("10.80.0.0/16", func(m *Match) { m.Tos = 0x10 })},
+	})
+}
+
+// TestIPv6AppendOnlyChangesTheNotification: for IPv6, NLM_F_APPEND does not
+// move the new route (it always goes after the routes of its metric); only
+// the notification carries the flag (fib6_add_rt2node()). Without
+// NLM_F_CREATE the route is created anyway (ROUTES-SPEC 6-15).
+func TestIPv6AppendOnlyChangesTheNotification(t *testing.T) {
+	for _, flags := range []uint16{fPrepend, fAppend, 0} {
+		tb := NewIPv6()
+		run(t, tb, []step{
+			{add: "2001:db8:1::/64 dev 3", flags: fAdd},
+			{add: "2001:db8:1::/64 dev 2", flags: flags},
+		})
+		want := []string{"2001:db8:1::/64 t254 m1024 p3 s0 y1 [dev 3]", "2001:db8:1::/64 t254 m1024 p3 s0 y1 [dev 2]"}
+		if d := cmp.Diff(want, show(tb, tableMain, "2001:db8:1::/64")); d != "" {
+			t.Errorf("flags %#x (-want +got):\n%s", flags, d)
+		}
+	}
+}
