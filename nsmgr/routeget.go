@@ -206,10 +206,10 @@ func (ns *Namespace) routeGet4(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Err
 			return rtnl.Errno(syscall.ENODEV)
 		}
 		k.IIF = iif
-		o, err = ns.input4(&k)
+		err = ns.input4(&k, &o)
 	} else {
 		k.IIF = loIndex
-		o, err = ns.output4(&k)
+		err = ns.output4(&k, &o)
 	}
 	if err != 0 {
 		return rtnl.Errno(err)
@@ -263,26 +263,25 @@ func typeErrno(t uint8) syscall.Errno {
 }
 
 // output4 is ip_route_output_key_hash_rcu() for a route-get flow.
-func (ns *Namespace) output4(k *flow.Key) (out4, syscall.Errno) {
-	var o out4
+func (ns *Namespace) output4(k *flow.Key, o *out4) syscall.Errno {
 	origOIF := k.OIF
 	_ = origOIF
 	if !k.Src.IsUnspecified() {
 		if k.Src.IsMulticast() || isLbcast(k.Src) || isZeronet(k.Src) {
-			return o, syscall.EINVAL
+			return syscall.EINVAL
 		}
 		if !ns.isLocal4(k.Src) {
-			return o, syscall.ENETUNREACH
+			return syscall.ENETUNREACH
 		}
 	}
 	devOut := int32(0)
 	if k.OIF != 0 {
 		l, ok := ns.link(k.OIF)
 		if !ok {
-			return o, syscall.ENODEV
+			return syscall.ENODEV
 		}
 		if !isUp(l) {
-			return o, syscall.ENETUNREACH
+			return syscall.ENETUNREACH
 		}
 		devOut = k.OIF
 		if isLocalMulticast4(k.Dst) || isLbcast(k.Dst) || k.Proto == 2 /* IGMP */ {
@@ -321,7 +320,7 @@ func (ns *Namespace) output4(k *flow.Key) (out4, syscall.Errno) {
 			o.typ, o.dev = rtnl.RTN_UNICAST, devOut
 			return ns.mkrouteOutput(k, o)
 		}
-		return o, err
+		return err
 	}
 	o.res, o.hasFIB, o.typ = res, true, res.Route.Type
 	if res.Route.Type == rtnl.RTN_LOCAL {
@@ -362,9 +361,9 @@ func (ns *Namespace) fibResultPrefsrc(r *fib.Result) netip.Addr {
 
 // mkrouteOutput is __mkroute_output(): the route type from the destination
 // and the RTCF flags.
-func (ns *Namespace) mkrouteOutput(k *flow.Key, o out4) (out4, syscall.Errno) {
+func (ns *Namespace) mkrouteOutput(k *flow.Key, o *out4) syscall.Errno {
 	if k.Src.IsLoopback() && o.dev != loIndex {
-		return o, syscall.EINVAL
+		return syscall.EINVAL
 	}
 	switch {
 	case isLbcast(k.Dst):
@@ -372,7 +371,7 @@ func (ns *Namespace) mkrouteOutput(k *flow.Key, o out4) (out4, syscall.Errno) {
 	case k.Dst.IsMulticast():
 		o.typ = rtnl.RTN_MULTICAST
 	case isZeronet(k.Dst):
-		return o, syscall.EINVAL
+		return syscall.EINVAL
 	}
 	if o.dev == loIndex {
 		o.flags |= rtcfLocal
@@ -393,26 +392,25 @@ func (ns *Namespace) mkrouteOutput(k *flow.Key, o out4) (out4, syscall.Errno) {
 			o.gw = nh.Gateway
 		}
 	}
-	return o, 0
+	return 0
 }
 
 // input4 is ip_route_input_slow() for a route-get flow arriving on k.IIF.
-func (ns *Namespace) input4(k *flow.Key) (out4, syscall.Errno) {
-	var o out4
+func (ns *Namespace) input4(k *flow.Key, o *out4) syscall.Errno {
 	saddr, daddr := k.Src, k.Dst
 	if saddr.IsMulticast() || isLbcast(saddr) {
-		return o, syscall.EINVAL
+		return syscall.EINVAL
 	}
 	if isLbcast(daddr) || (saddr.IsUnspecified() && daddr.IsUnspecified()) {
 		o.typ, o.dev, o.flags = rtnl.RTN_BROADCAST, loIndex, rtcfBroadcast|rtcfLocal
-		return o, 0
+		return 0
 	}
 	if isZeronet(saddr) || isZeronet(daddr) {
-		return o, syscall.EINVAL
+		return syscall.EINVAL
 	}
 	// route_localnet is 0: loopback addresses are martians on input.
 	if daddr.IsLoopback() || saddr.IsLoopback() {
-		return o, syscall.EINVAL
+		return syscall.EINVAL
 	}
 	k.OIF = 0
 	// fib4_rules_early_flow_dissect(): the ports and protocol reach the
@@ -426,25 +424,25 @@ func (ns *Namespace) input4(k *flow.Key) (out4, syscall.Errno) {
 		if !forwarding {
 			err = syscall.EHOSTUNREACH
 		}
-		return o, err
+		return err
 	}
 	o.res, o.hasFIB, o.typ = res, true, res.Route.Type
 	switch res.Route.Type {
 	case rtnl.RTN_BROADCAST:
 		o.dev, o.flags = loIndex, rtcfBroadcast|rtcfLocal
-		return o, 0
+		return 0
 	case rtnl.RTN_LOCAL:
 		if e := ns.validateSource4(k); e != 0 {
-			return o, e
+			return e
 		}
 		o.dev, o.flags = loIndex, rtcfLocal
-		return o, 0
+		return 0
 	}
 	if !forwarding {
-		return o, syscall.EHOSTUNREACH
+		return syscall.EHOSTUNREACH
 	}
 	if res.Route.Type != rtnl.RTN_UNICAST {
-		return o, syscall.EINVAL
+		return syscall.EINVAL
 	}
 	o.res.SelectPath(k)
 	nh := o.res.Nexthop()
@@ -452,7 +450,7 @@ func (ns *Namespace) input4(k *flow.Key) (out4, syscall.Errno) {
 	if nh.Gateway.IsValid() {
 		o.gw = nh.Gateway
 	}
-	return o, 0
+	return 0
 }
 
 // validateSource4 is fib_validate_source() with rp_filter 0 and
