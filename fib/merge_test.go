@@ -325,6 +325,9 @@ func TestSyncDownDev6(t *testing.T) {
 		"25 2001:db8::/64 t254 m256 p2 s0 y1 [dev 3]",
 		"25 2001:db8::1/128 t255 m0 p2 s0 y2 [dev 3]",
 	}
+	// The order is the dump order (Linux 6.18, raw RTNLGRP_IPV6_ROUTE
+	// listener during "ip link set w0 down": main's routes in walk order,
+	// then local's).
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("down events (-want +got):\n%s", d)
 	}
@@ -352,5 +355,45 @@ func TestRemoveIf(t *testing.T) {
 	ch = tb.RemoveIf(func(r *Route) bool { return true }, true)
 	if len(ch.Events) != 1 || ch.Events[0].Type != rtnl.RTM_DELROUTE || tb.Routes() != 0 {
 		t.Errorf("events %+v routes %d", ch.Events, tb.Routes())
+	}
+}
+
+// TestSyncDownDev6EventOrderMatchesKernel: the RTM_DELROUTEs of an IPv6
+// admin down come in dump order, main's table before local's, as a raw
+// RTNLGRP_IPV6_ROUTE listener showed on Linux 6.18 for "ip link set w0
+// down" (w0 = ifindex 5 with 2001:db8:ff::1/64, a static route via it and
+// an ECMP route with one hop on it, which only gets "dead linkdown").
+func TestSyncDownDev6EventOrderMatchesKernel(t *testing.T) {
+	tb := NewIPv6()
+	for _, s := range []string{
+		"ff00::/8 dev 5 table 255 type 5 metric 256 proto 2",
+		"fe80::e824:66ff:fec6:ccaa dev 5 table 255 type 2 metric 0 proto 2",
+		"2001:db8:ff::1 dev 5 table 255 type 2 metric 0 proto 2",
+		"fe80::/64 dev 5 metric 256 proto 2",
+		"2001:db8:ff::/64 dev 5 metric 256 proto 2",
+		"2001:db8:e1::/64 via 2001:db8:ff::3 dev 5",
+		"2001:db8:e0::/64 nexthop via 2001:db8:fe::2 dev 3 nexthop via 2001:db8:ff::2 dev 5",
+	} {
+		if _, err := tb.Insert(rt(s), fAdd); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var got []string
+	for _, e := range tb.SyncDownDev(5, DevDown).Events {
+		got = append(got, fmt.Sprintf("%d t%d %v", e.Type, e.Route.Table, e.Route.Dst))
+	}
+	want := []string{
+		"25 t254 2001:db8:e1::/64",
+		"25 t254 2001:db8:ff::/64",
+		"25 t254 fe80::/64",
+		"25 t255 2001:db8:ff::1/128",
+		"25 t255 fe80::e824:66ff:fec6:ccaa/128",
+		"25 t255 ff00::/8",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-kernel +ours):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"2001:db8:e0::/64 t254 m1024 p3 s0 y1 [via 2001:db8:fe::2 dev 3] [via 2001:db8:ff::2 dev 5 f0x11]"}, show(tb, tableMain, "2001:db8:e0::/64")); d != "" {
+		t.Errorf("ECMP route (-kernel +ours):\n%s", d)
 	}
 }

@@ -18,12 +18,15 @@ const (
 	DevUnregister
 )
 
-// edit visits every stored entry of every table (mu held). f returns the
-// route to store instead and whether it changed; keep false removes the
-// entry. Merged IPv4 main/local storage is visited once.
+// edit visits every stored entry of every table (mu held) in dump order —
+// tables in hash order, prefixes in the table's walk order, as the
+// kernel's fib6_clean_all() and fib_table_flush() visit them, so that the
+// events come out in the kernel's order. f returns the route to store
+// instead and whether it changed; keep false removes the entry. Merged
+// IPv4 main/local storage is visited once, through main.
 func (t *Tables) edit(f func(r Route) (nr Route, keep, changed bool)) {
 	lm := t.lm.Load()
-	for _, tb := range t.set.Load().byID {
+	for _, tb := range t.set.Load().dump {
 		if t.family == afInet && tb.id == tableLocal && lm.merged {
 			continue // same storage as main
 		}
@@ -31,7 +34,9 @@ func (t *Tables) edit(f func(r Route) (nr Route, keep, changed bool)) {
 		if root == nil {
 			continue
 		}
-		for p, l := range root.All() {
+		v := View{family: t.family, id: tb.id, bt: root, all: true}
+		for e := range v.WalkEntries() {
+			p, l := e.dst, e.l
 			var s []*attrs
 			dirty := false
 			for i := range l.len() {
