@@ -244,20 +244,17 @@ func lookupView(v View, k *flow.Key, v6 bool) (Result, syscall.Errno) {
 }
 
 func choose(e Entries, k *flow.Key, v6, strict bool) (Result, syscall.Errno, bool) {
-	var (
-		i, nh int
-		err   syscall.Errno
-		ok    bool
-	)
 	if v6 {
-		i, nh, err, ok = choose6(e, k, strict)
-	} else {
-		i, nh, err, ok = choose4(e, k)
+		i, nh, err, ok := choose6(e, k, strict)
+		if !ok {
+			return Result{}, 0, false
+		}
+		return Result{Route: e.At(i), NH: nh}, err, true
 	}
-	if !ok {
-		return Result{}, 0, false
-	}
-	return Result{Route: e.At(i), NH: nh}, err, true
+	// choose4 hands back the entry it already copied out.
+	res := Result{NH: -1}
+	err, ok := choose4(e, k, &res)
+	return res, err, ok
 }
 
 // suppressed is fib4_rule_suppress() / fib6_rule_suppress(): a result whose
@@ -317,10 +314,10 @@ func nhUsable(nh *Nexthop, oif int32) bool {
 // least the flow's, and that has a usable nexthop wins; a reject or throw
 // entry answers with its error as soon as it qualifies by tos and scope.
 // ok is false when no entry of this prefix answers (backtrack).
-func choose4(es Entries, k *flow.Key) (i, nh int, err syscall.Errno, ok bool) {
+func choose4(es Entries, k *flow.Key, res *Result) (err syscall.Errno, ok bool) {
 	for i := range es.Len() {
-		r := es.At(i)
-		e := &r
+		res.Route = es.At(i)
+		e := &res.Route
 		if e.Tos != 0 && e.Tos != k.TOS&0x1C {
 			continue
 		}
@@ -328,18 +325,21 @@ func choose4(es Entries, k *flow.Key) (i, nh int, err syscall.Errno, ok bool) {
 			continue
 		}
 		if err := typeErr(e.Type); err != 0 {
-			return i, -1, err, true
+			res.NH = -1
+			return err, true
 		}
 		if len(e.Nexthops) == 0 {
-			return i, -1, 0, true
+			res.NH = -1
+			return 0, true
 		}
 		for j := range e.Nexthops {
 			if nhUsable(&e.Nexthops[j], k.OIF) {
-				return i, j, 0, true
+				res.NH = j
+				return 0, true
 			}
 		}
 	}
-	return 0, 0, 0, false
+	return 0, false
 }
 
 // strict6 reports RT6_LOOKUP_F_IFACE (ip6_route_output_flags()): the oif
