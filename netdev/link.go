@@ -239,8 +239,10 @@ func (c *change) runLinkwatch() {
 		l := &c.links[i]
 		l.OperState = c.defaultOperstate(l)
 		if l.Flags&IFF_UP != 0 {
-			c.msg(i, 0)
+			// netdev_state_change(): the NETDEV_CHANGE notifiers (addrconf's
+			// routes) run before the RTM_NEWLINK (measured).
 			c.event(EvChange, i)
+			c.msg(i, 0)
 		}
 	}
 }

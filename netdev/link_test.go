@@ -96,12 +96,12 @@ func TestVethCarrierNeedsBothEnds(t *testing.T) {
 		{"v0 up again", 3, up(3), nil},
 		{"v1 up", 2, up(2), []string{
 			"msg1 v1 ch=0x1 flags=0x11003 oper=3", "up v1",
-			"msg1 v1 ch=0x0 flags=0x11043 oper=6", "change v1",
-			"msg1 v0 ch=0x0 flags=0x11043 oper=6", "change v0",
+			"change v1", "msg1 v1 ch=0x0 flags=0x11043 oper=6",
+			"change v0", "msg1 v0 ch=0x0 flags=0x11043 oper=6",
 		}},
 		{"v1 down", 2, down(2), []string{
 			"msg1 v1 ch=0x1 flags=0x1002 oper=2", "down v1",
-			"msg1 v0 ch=0x0 flags=0x1003 oper=3", "change v0",
+			"change v0", "msg1 v0 ch=0x0 flags=0x1003 oper=3",
 		}},
 	}
 	for _, st := range steps {

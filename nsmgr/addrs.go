@@ -589,9 +589,22 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 		ns.flushDevRoutes4(l.Index, false)
 		ns.addrconfIfdown(l, false)
 	case netdev.EvUnregister:
+		ns.inetdevDestroy(l)
 		ns.flushDevRoutes4(l.Index, true)
-		ns.addr.store.Flush(rtnl.AF_INET, l.Index)
 		ns.addrconfIfdown(l, true)
+	}
+}
+
+// inetdevDestroy is inetdev_destroy(): with the in_device dead, each
+// address from the head of the list goes as inet_del_ifa() removes it (its
+// RTM_DELADDR, then fib_del_ifaddr() without the scan for addresses still
+// needing a route: the local route's RTM_DELROUTE).
+func (ns *Namespace) inetdevDestroy(l netdev.Link) {
+	for len(ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, l.Index)) > 0 {
+		for _, st := range ns.addr.store.Delete4(l.Index, 0, false) {
+			ns.notifyAddr(rtnl.RTM_DELADDR, st.Addr, nil)
+			ns.fibDelIfaddrDead(st.Addr, l)
+		}
 	}
 }
 
@@ -687,9 +700,6 @@ func (ns *Namespace) addrconfIfdown(l netdev.Link, unregister bool) {
 	ns.setReady6(l.Index, false)
 	ns.flushDevRoutes6(l.Index, unregister)
 	for _, a := range ns.addr.store.Flush(rtnl.AF_INET6, l.Index) {
-		if unregister {
-			continue
-		}
 		ns.notifyAddr(rtnl.RTM_DELADDR, a, nil)
 	}
 }

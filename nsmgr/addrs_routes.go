@@ -252,6 +252,37 @@ func (ns *Namespace) fibDelIfaddr(a netdev.Addr, list []netdev.Addr, l netdev.Li
 	}
 }
 
+// fibDelIfaddrDead is fib_del_ifaddr() on a dead in_device (the device is
+// going away): no promotion scan, so the broadcast and local routes of the
+// address go (most went already with fib_disable_ip() at NETDEV_DOWN); a
+// secondary, whose primary is gone, is skipped.
+func (ns *Namespace) fibDelIfaddrDead(a netdev.Addr, l netdev.Link) {
+	if a.Flags&netdev.IFA_F_SECONDARY != 0 {
+		return
+	}
+	mask := netdev.Mask4(a.PrefixLen)
+	anyNet := netdev.U32(a.Address) & mask
+	subnet := false
+	if anyNet != 0 && (anyNet != netdev.U32(a.Local) || a.PrefixLen < 32) {
+		if a.Flags&netdev.IFA_F_NOPREFIXROUTE == 0 {
+			typ := uint8(rtnl.RTN_UNICAST)
+			if l.Flags&netdev.IFF_LOOPBACK != 0 {
+				typ = rtnl.RTN_LOCAL
+			}
+			ns.magicDel(magicRoute4(typ, netdev.FromU32(anyNet), int(a.PrefixLen), a, 0, l))
+		}
+		subnet = true
+	}
+	if netdev.U32(a.Broadcast) != 0 {
+		ns.magicDel(magicRoute4(rtnl.RTN_BROADCAST, a.Broadcast, 32, a, 0, l))
+	}
+	if subnet && a.PrefixLen < 31 {
+		ns.magicDel(magicRoute4(rtnl.RTN_BROADCAST, netdev.FromU32(anyNet|^mask), 32, a, 0, l))
+		ns.magicDel(magicRoute4(rtnl.RTN_BROADCAST, netdev.FromU32(anyNet), 32, a, 0, l))
+	}
+	ns.magicDel(magicRoute4(rtnl.RTN_LOCAL, a.Local, 32, a, 0, l))
+}
+
 // localRoute4 is inet_addr_type_dev_table() == RTN_LOCAL: the local table's
 // longest match for addr is a local route.
 func (ns *Namespace) localRoute4(addr netip.Addr) bool {
@@ -264,11 +295,14 @@ func (ns *Namespace) localRoute4(addr netip.Addr) bool {
 }
 
 // flushPrefsrc4 is fib_sync_down_addr() and fib_flush(): the main table's
-// routes with prefsrc addr are removed, without a message.
+// routes with prefsrc addr are removed. Unlike the routes a device going
+// down takes, these are announced: Linux 6.18 prints "Deleted 10.211.0.0/16
+// dev v0 scope link src 10.50.0.2" in `ip monitor route` (fib_table_flush()
+// notifies a route whose prefsrc was removed, fi->pfsrc_removed).
 func (ns *Namespace) flushPrefsrc4(addr netip.Addr) {
-	ns.v4.RemoveIf(func(r *fib.Route) bool {
+	ns.NotifyRouteEvents(ns.v4.RemoveIf(func(r *fib.Route) bool {
 		return r.Table == rtnl.RT_TABLE_MAIN && r.Prefsrc == addr
-	}, false)
+	}, true))
 }
 
 // flushDevRoutes4 is fib_disable_ip(): fib_sync_down_dev() then
