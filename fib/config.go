@@ -66,6 +66,9 @@ type DeviceView interface {
 type Env struct {
 	Devs DeviceView
 	FIB  *FIB
+	// FIB6 is the namespace's IPv6 FIB, which checks the IPv6 gateway of
+	// an IPv4 route (RTA_VIA, fib_check_nh_v6_gw()); nil refuses those.
+	FIB6 *FIB
 }
 
 // Config is a parsed route request (struct fib_config / fib6_config).

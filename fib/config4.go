@@ -290,7 +290,7 @@ func (c *Config) checkNh4(env Env, nh *Nexthop) *rtnl.Error {
 	case nh.Gateway.Is6():
 		// fib_check_nh_v6_gw(): the IPv6 nexthop checks (fib6_nh_init()
 		// of an IPv6 gateway) on the device given.
-		return checkGw6OfV4(env, nh)
+		return c.checkGw6OfV4(env, nh)
 	}
 	if nh.Flags&(rtnl.RTNH_F_PERVASIVE|rtnl.RTNH_F_ONLINK) != 0 {
 		return einval("Invalid flags for nexthop - PERVASIVE and ONLINK can not be set")
@@ -370,15 +370,20 @@ func (c *Config) checkGw4(env Env, nh *Nexthop) *rtnl.Error {
 
 // checkGw6OfV4 is fib_check_nh_v6_gw() → ipv6_stub->fib6_nh_init() for an
 // IPv4 route with an IPv6 gateway (RTA_VIA).
-func checkGw6OfV4(env Env, nh *Nexthop) *rtnl.Error {
-	c6 := Config{Family: rtnl.AF_INET6, Gateway: nh.Gateway, Oif: nh.Dev, Table: rtnl.RT_TABLE_MAIN,
-		Msg: &rtnl.RouteMsg{Family: rtnl.AF_INET6, Flags: uint32(nh.Flags & rtnl.RTNH_F_ONLINK)}}
-	h, err := c6.nhInit6(env, rtnl.RTN_UNICAST)
+func (c *Config) checkGw6OfV4(env Env, nh *Nexthop) *rtnl.Error {
+	if env.FIB6 == nil {
+		return rtnl.Errno(syscall.EAFNOSUPPORT)
+	}
+	// The IPv6 config: the IPv4 route's table, the hop's flags and device.
+	c6 := Config{Family: rtnl.AF_INET6, Gateway: nh.Gateway, Oif: nh.Dev, Table: c.Table,
+		Msg: &rtnl.RouteMsg{Family: rtnl.AF_INET6, Flags: uint32(nh.Flags)}}
+	h, err := c6.nhInit6(Env{Devs: env.Devs, FIB: env.FIB6}, rtnl.RTN_UNICAST)
 	if err != nil {
 		return err
 	}
+	// fib_check_nh_v6_gw() takes the device and nothing else: no
+	// linkdown flag for a hop without carrier.
 	nh.Dev = h.Dev
-	nh.Flags |= h.Flags & rtnl.RTNH_F_LINKDOWN
 	return nil
 }
 

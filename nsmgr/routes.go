@@ -102,7 +102,7 @@ func (ns *Namespace) newRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
 	if err := t.Create(c.Table); err != nil {
 		return fib.Change{}, rtnl.Errno(syscall.ENOBUFS)
 	}
-	r, err := c.Build(fib.Env{Devs: routeDevices{ns}, FIB: ns.routeFIB(c.Family)})
+	r, err := c.Build(fib.Env{Devs: routeDevices{ns}, FIB: ns.routeFIB(c.Family), FIB6: ns.fib6})
 	if err != nil {
 		return fib.Change{}, err
 	}
