@@ -488,6 +488,9 @@ func (v View) walkPrefixes(from Cursor) iter.Seq2[Entries, int] {
 			return
 		}
 		k := from.Dst.Masked()
+		if k.Addr().Is4() != is4 {
+			return // a cursor of the other family: nothing follows it here
+		}
 		if l, ok := v.bt.Get(k); ok {
 			if e := v.entries(k, l); from.Pos < e.Len() {
 				if !yield(e, max(from.Pos, 0)) {
