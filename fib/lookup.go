@@ -50,24 +50,39 @@ type FIB struct {
 	tables *Tables
 	rules  *rulesops.Ops
 	v6     bool
-	// groups maps ifindex to device group for suppress_ifgroup; nil
-	// means every device is in group 0 (the default group).
-	groups atomic.Pointer[map[int32]uint32]
+	// groups answers the device group for suppress_ifgroup; nil means
+	// every device is in group 0 (the default group).
+	groups atomic.Pointer[groupHolder]
 }
+
+// GroupSource tells the group of a device (dev->group, IFLA_GROUP). The
+// lookup asks it only for a rule with suppress_ifgroup whose table
+// answered, never per rule.
+type GroupSource interface {
+	Group(ifindex int32) uint32
+}
+
+// GroupMap is a fixed GroupSource: ifindex → group, absent devices in
+// group 0.
+type GroupMap map[int32]uint32
+
+// Group implements GroupSource.
+func (m GroupMap) Group(ifindex int32) uint32 { return m[ifindex] }
+
+type groupHolder struct{ src GroupSource }
 
 // NewFIB links a family's tables and rules. rules must be the same family.
 func NewFIB(tables *Tables, rules *rulesops.Ops) *FIB {
 	return &FIB{tables: tables, rules: rules, v6: rules.Family() == rtnl.AF_INET6}
 }
 
-// SetGroups publishes the device groups (ifindex → group) that
-// suppress_ifgroup compares against; nsmgr calls it when a device's group
-// changes. The map must not be modified afterwards.
-func (f *FIB) SetGroups(g map[int32]uint32) { f.groups.Store(&g) }
+// SetGroups sets where suppress_ifgroup finds device groups (nsmgr: the
+// namespace's devices).
+func (f *FIB) SetGroups(g GroupSource) { f.groups.Store(&groupHolder{g}) }
 
 func (f *FIB) group(dev int32) uint32 {
-	if g := f.groups.Load(); g != nil {
-		return (*g)[dev]
+	if g := f.groups.Load(); g != nil && g.src != nil {
+		return g.src.Group(dev)
 	}
 	return 0
 }

@@ -46,7 +46,7 @@ type refFIB struct {
 	v6     bool
 	routes []Route // every route inserted, Dst masked
 	ops    *rulesops.Ops
-	groups map[int32]uint32
+	groups GroupMap
 }
 
 func refPrefixBits(a, b []byte, bits int) bool {
@@ -569,7 +569,7 @@ func TestLookupMatchesReference(t *testing.T) {
 				}
 			}
 			if round%3 == 0 {
-				grp := map[int32]uint32{2: 1, 3: 2, 4: 0, 5: 1}
+				grp := GroupMap{2: 1, 3: 2, 4: 0, 5: 1}
 				f.SetGroups(grp)
 				ref.groups = grp
 			}

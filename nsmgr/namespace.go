@@ -76,6 +76,8 @@ func newNamespace(name string, cfg *rulesops.Config) *Namespace {
 	}
 	ns.fib4 = fib.NewFIB(ns.v4, ns.Rules(rtnl.AF_INET))
 	ns.fib6 = fib.NewFIB(ns.v6, ns.Rules(rtnl.AF_INET6))
+	ns.fib4.SetGroups(devGroups{ns.devs})
+	ns.fib6.SetGroups(devGroups{ns.devs})
 	return ns
 }
 

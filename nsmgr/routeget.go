@@ -35,6 +35,17 @@ const (
 	loIndex       = 1
 )
 
+// devGroups is the namespace's devices as the lookup's GroupSource
+// (suppress_ifgroup): the group of the device in the current snapshot.
+type devGroups struct{ d *netdev.Devices }
+
+func (g devGroups) Group(i int32) uint32 {
+	if l, ok := g.d.ByIndex(i); ok {
+		return l.Group
+	}
+	return 0
+}
+
 // routeGetRows registers the route-get doits: inet_rtm_getroute() and
 // inet6_rtm_getroute() are RTNL_FLAG_DOIT_UNLOCKED, so the dispatcher takes
 // no lock (lookups never lock).
