@@ -623,3 +623,22 @@ func TestIPv6AppendOnlyChangesTheNotification(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv4ReplaceMatchingLaterEntryIsEEXIST: a replace whose route equals a
+// later entry of the group is EEXIST, one equal to the first succeeds
+// without change (fib_table_insert()'s fa_match check; measured on Linux
+// 6.18: "ip route replace P via G" over "P dev D; P via G" fails with
+// "File exists", "ip route replace P dev D" succeeds).
+func TestIPv4ReplaceMatchingLaterEntryIsEEXIST(t *testing.T) {
+	tb := NewIPv4()
+	run(t, tb, []step{
+		{add: "10.230.0.0/16 dev 3", flags: fAdd},
+		{add: "10.230.0.0/16 via 10.0.0.2 dev 3", flags: fAppend},
+		{add: "10.230.0.0/16 via 10.0.0.2 dev 3", flags: fReplace, errno: syscall.EEXIST},
+		{add: "10.230.0.0/16 dev 3", flags: fReplace},
+	})
+	want := []string{"10.230.0.0/16 t254 m0 p3 s253 y1 [dev 3]", "10.230.0.0/16 t254 m0 p3 s0 y1 [via 10.0.0.2 dev 3]"}
+	if d := cmp.Diff(want, show(tb, tableMain, "10.230.0.0/16")); d != "" {
+		t.Errorf("(-kernel +ours):\n%s", d)
+	}
+}
