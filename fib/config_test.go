@@ -366,3 +366,36 @@ func TestNewRoute6ValidationMatchesKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestNewRoute4WithIPv6GatewayUsesIPv6FIB: `ip route add P via inet6 GW`
+// (RTA_VIA) checks the gateway as an IPv6 nexthop in the IPv6 FIB
+// (fib_check_nh_v6_gw() → fib6_nh_init()), taking its device from there.
+func TestNewRoute4WithIPv6GatewayUsesIPv6FIB(t *testing.T) {
+	tests := []struct {
+		name, gw string
+		want     cOutcome
+		wantDev  int32
+	}{
+		{name: "on the connected IPv6 prefix", gw: "2001:db8::2", wantDev: 3},
+		{name: "unreachable", gw: "2001:db9::2", want: cOutcome{syscall.EHOSTUNREACH, ""}},
+		{name: "link-local without device", gw: "fe80::2", want: cOutcome{syscall.EINVAL, "Egress device not specified"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f4, f6 := rs4(t)
+			h := v4hdr("192.168.5.0", 24)
+			m := req(t, h, func(m *rtnl.RouteMsg) {
+				withDst("192.168.5.0")(m)
+				m.ViaFamily, m.ViaAddr = rtnl.AF_INET6, cip(tc.gw)
+				m.Set(rtnl.RTA_VIA)
+			})
+			r, err := add(Env{Devs: rs4Devs(), FIB: f4, FIB6: f6}, m, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL)
+			if diff := cmp.Diff(tc.want, result(err)); diff != "" {
+				t.Fatalf("outcome (-want +got):\n%s", diff)
+			}
+			if err == nil && (len(r.Nexthops) != 1 || r.Nexthops[0].Dev != tc.wantDev || r.Nexthops[0].Gateway != cip(tc.gw)) {
+				t.Errorf("nexthops %+v, want %s on dev %d", r.Nexthops, tc.gw, tc.wantDev)
+			}
+		})
+	}
+}
