@@ -122,6 +122,11 @@ func (ns *Namespace) delRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
 		return fib.Change{}, rtnl.Errorf(syscall.ESRCH, "FIB table does not exist")
 	}
 	m := c.Msg
+	if c.Family == rtnl.AF_INET6 && m.Flags&rtnl.RTM_F_CLONED != 0 {
+		// ip6_route_del() of a cached route (RTF_CACHE): nlemu has no
+		// exceptions, so there is nothing to find.
+		return fib.Change{}, rtnl.Errno(syscall.ESRCH)
+	}
 	base := fib.Match{
 		Family: c.Family, Table: c.Table, Dst: c.Dst, Src: c.Src, Tos: m.Tos, Type: m.Type,
 		Scope: m.Scope, Protocol: m.Protocol, Priority: c.Priority, Prefsrc: c.Prefsrc,
