@@ -339,10 +339,10 @@ func (c *change) build(kind string, q *rtnl.LinkConf) (Link, *rtnl.Error) {
 		if err := validateMTU(&l, q.MTU); err != nil {
 			return l, err
 		}
+		// rtnl_create_link() sets dev->mtu directly: a bridge created
+		// with an MTU still follows its ports (BROPT_MTU_SET_BY_USER is
+		// only set by br_change_mtu()).
 		l.MTU = q.MTU
-		if kind == KindBridge {
-			l.MTUSet = true
-		}
 	}
 	if q.Address != nil {
 		if len(q.Address) < 6 {
@@ -388,8 +388,15 @@ func (c *change) register(l Link, want int32) (int, *rtnl.Error) {
 		b := *l.Bridge
 		l.Bridge = &b
 	}
-	c.links = append(c.links, l)
-	i := len(c.links) - 1
+	// Keep ifindex order: dumps walk the devices by index
+	// (for_each_netdev_dump()).
+	i := len(c.links)
+	for i > 0 && c.links[i-1].Index > idx {
+		i--
+	}
+	c.links = append(c.links, Link{})
+	copy(c.links[i+1:], c.links[i:])
+	c.links[i] = l
 	c.event(EvRegister, i)
 	return i, nil
 }
@@ -503,6 +510,10 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 		}
 		l.Name = n
 	}
+	var peerIndex int32
+	if peer >= 0 {
+		peerIndex = c.links[peer].Index
+	}
 	i, err := c.register(l, q.Index)
 	if err != nil {
 		if peer >= 0 {
@@ -511,6 +522,8 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 		}
 		return nil, err
 	}
+	// Positions move as devices are inserted in ifindex order.
+	peer = c.find(peerIndex)
 	if c.links[i].Kind == KindBridge && c.links[i].AddrSet {
 		// br_dev_newlink(): br_stp_change_bridge_id(), whose
 		// br_port_state_selection() finds no live port: carrier off.

@@ -201,6 +201,23 @@ func TestIfindexesAreNotReused(t *testing.T) {
 	if _, err := d.Create(KindBridge, &rtnl.LinkConf{Index: 40, Name: []byte("b40"), HasName: true}); err != nil || d.IndexByName([]byte("b40")) != 40 {
 		t.Errorf("explicit index 40: %v, index %d", err, d.IndexByName([]byte("b40")))
 	}
+	// Explicit indexes below the last one: the table stays in ifindex
+	// order, which is the dump order (for_each_netdev_dump()).
+	q := veth("p0", "p1")
+	q.Index, q.Peer.Index = 7, 30
+	if _, err := d.Create(KindVeth, q); err != nil {
+		t.Fatal(err)
+	}
+	var order []int32
+	for _, l := range d.Links() {
+		order = append(order, l.Index)
+	}
+	if diff := cmp.Diff([]int32{1, 5, 7, 30, 40}, order); diff != "" {
+		t.Errorf("device order (-want +got):\n%s", diff)
+	}
+	if p0, _ := d.ByIndex(7); p0.Peer != 30 {
+		t.Errorf("p0's peer %d, want 30", p0.Peer)
+	}
 }
 
 // TestNewlinkValidationsLikeKernel: the rtnl_create_link() /
@@ -329,7 +346,10 @@ func TestBridgeFollowsItsPorts(t *testing.T) {
 	if _, err := d.Create(KindVeth, veth("v0", "v1")); err != nil {
 		t.Fatal(err)
 	}
-	br := &rtnl.LinkConf{Name: []byte("br0"), HasName: true}
+	// An MTU given at creation does not pin it: only br_change_mtu() sets
+	// BROPT_MTU_SET_BY_USER (measured: `mtu 1000` at creation, then a
+	// port of 1400 makes it 1400).
+	br := &rtnl.LinkConf{Name: []byte("br0"), HasName: true, HasMTU: true, MTU: 1000}
 	if _, err := d.Create(KindBridge, br); err != nil {
 		t.Fatal(err)
 	}
