@@ -239,8 +239,12 @@ func lookupView(v View, k *flow.Key, v6 bool) (Result, syscall.Errno) {
 	if !ok {
 		return Result{NH: -1}, syscall.EAGAIN
 	}
-	strict := v6 && strict6(k)
-	if res, err, ok := choose(e, k, v6, strict); ok {
+	var oif int32
+	strict := false
+	if v6 {
+		oif, strict = rt6Oif(k)
+	}
+	if res, err, ok := choose(e, k, v6, oif, strict); ok {
 		res.Table = v.ID()
 		return res, err
 	}
@@ -250,7 +254,7 @@ func lookupView(v View, k *flow.Key, v6 bool) (Result, syscall.Errno) {
 		if e.Prefix().Bits() >= first {
 			continue
 		}
-		if res, err, ok := choose(e, k, v6, strict); ok {
+		if res, err, ok := choose(e, k, v6, oif, strict); ok {
 			res.Table = v.ID()
 			return res, err
 		}
@@ -258,9 +262,9 @@ func lookupView(v View, k *flow.Key, v6 bool) (Result, syscall.Errno) {
 	return Result{NH: -1}, syscall.EAGAIN
 }
 
-func choose(e Entries, k *flow.Key, v6, strict bool) (Result, syscall.Errno, bool) {
+func choose(e Entries, k *flow.Key, v6 bool, oif int32, strict bool) (Result, syscall.Errno, bool) {
 	if v6 {
-		i, nh, err, ok := choose6(e, k, strict)
+		i, nh, err, ok := choose6(e, k, oif, strict)
 		if !ok {
 			return Result{}, 0, false
 		}
@@ -357,19 +361,27 @@ func choose4(es Entries, k *flow.Key, res *Result) (err syscall.Errno, ok bool) 
 	return 0, false
 }
 
-// strict6 reports RT6_LOOKUP_F_IFACE (ip6_route_output_flags()): the oif
-// is a requirement, not a preference, when the flow has no source address
-// or its destination needs it (rt6_need_strict(): multicast, link-local,
-// loopback).
-func strict6(k *flow.Key) bool {
+// rt6Oif returns the device rt6_select() scores routes against and
+// whether it is a requirement (RT6_LOOKUP_F_IFACE). An output lookup
+// (iif lo) passes the flow's oif, strict when the flow has no source or the
+// destination needs it (ip6_route_output_flags()); an input lookup passes
+// the input device (ip6_pol_route_input()), strict only for destinations
+// that need it (ip6_route_input_lookup()), so `ip -6 route get fe80::1 iif
+// w0` answers through w0's fe80::/64.
+func rt6Oif(k *flow.Key) (int32, bool) {
+	if k.OIF == 0 && k.IIF > 1 {
+		return k.IIF, needStrict6(k.Dst)
+	}
 	if k.OIF == 0 {
-		return false
+		return 0, false
 	}
-	d := k.Dst
-	if d.IsMulticast() || d.IsLinkLocalUnicast() || d.IsLoopback() {
-		return true
-	}
-	return !k.Src.IsValid() || k.Src.IsUnspecified()
+	return k.OIF, needStrict6(k.Dst) || !k.Src.IsValid() || k.Src.IsUnspecified()
+}
+
+// needStrict6 is rt6_need_strict(): multicast, link-local and loopback
+// destinations.
+func needStrict6(d netip.Addr) bool {
+	return d.IsMulticast() || d.IsLinkLocalUnicast() || d.IsLoopback()
 }
 
 // choose6 is rt6_select() / find_rr_leaf() over one node's entries (metric
@@ -377,7 +389,7 @@ func strict6(k *flow.Key) bool {
 // with the best score (rt6_score_route(): the oif match, then the router
 // preference), the first of equal scores. A strict oif mismatch or a dead
 // hop disqualifies. Reject routes answer with their error.
-func choose6(es Entries, k *flow.Key, strict bool) (i, nh int, err syscall.Errno, ok bool) {
+func choose6(es Entries, k *flow.Key, oif int32, strict bool) (i, nh int, err syscall.Errno, ok bool) {
 	n := es.Len()
 	for g := 0; g < n; {
 		metric := es.At(g).Priority
@@ -413,7 +425,7 @@ func choose6(es Entries, k *flow.Key, strict bool) (i, nh int, err syscall.Errno
 					continue
 				}
 				m := 0
-				if k.OIF == 0 || h.Dev == k.OIF {
+				if oif == 0 || h.Dev == oif {
 					m = 2
 				}
 				if m == 0 && strict {

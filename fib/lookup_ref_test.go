@@ -210,7 +210,14 @@ func (f *refFIB) refLookupTables(ids []uint32, reported uint32, k flow.Key) (ref
 			continue
 		}
 		// IPv6: per metric, the best hop by (oif match, router preference).
-		strict := k.OIF != 0 && (!k.Src.IsValid() || k.Src.IsUnspecified())
+		// The device scored against: the oif on output, the input
+		// device on input (iif other than lo, no oif).
+		oif := k.OIF
+		ll := k.Dst.IsLinkLocalUnicast() || k.Dst.IsMulticast() || k.Dst.IsLoopback()
+		strict := k.OIF != 0 && (ll || !k.Src.IsValid() || k.Src.IsUnspecified())
+		if k.OIF == 0 && k.IIF != 1 && k.IIF != 0 {
+			oif, strict = k.IIF, ll
+		}
 		prefScore := map[uint8]int{0: 1, 1: 2, 3: 0, 2: 1}
 		for g := 0; g < len(es); {
 			end := g
@@ -224,7 +231,7 @@ func (f *refFIB) refLookupTables(ids []uint32, reported uint32, k flow.Key) (ref
 					if h.Flags&rtnl.RTNH_F_DEAD != 0 {
 						continue
 					}
-					oifOK := k.OIF == 0 || h.Dev == k.OIF
+					oifOK := oif == 0 || h.Dev == oif
 					if strict && !oifOK {
 						continue
 					}

@@ -384,3 +384,32 @@ func TestSelectPathWeights(t *testing.T) {
 		t.Errorf("hop counts %v, want about 1000/3000/0", counts)
 	}
 }
+
+// TestLookupIPv6InputScoresInputDevice: ip6_pol_route_input() scores the
+// routes against the input device, so of two fe80::/64 routes the one
+// through the input device answers (`ip -6 route get fe80::1 iif w0` is
+// `dev w0` on Linux 6.18), while an output lookup takes the first.
+func TestLookupIPv6InputScoresInputDevice(t *testing.T) {
+	f, tb, _ := lkNewFIB(t, rtnl.AF_INET6)
+	for _, dev := range []int32{2, 5} {
+		r := lkUni(rtnl.AF_INET6, 254, "fe80::/64", "", dev)
+		r.Priority, r.Protocol = 256, rtnl.RTPROT_KERNEL
+		if _, err := tb.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_APPEND); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		k    flow.Key
+		want int32
+	}{
+		{flow.Key{Dst: lkA("fe80::1"), Src: lkA("fe80::5"), IIF: 5}, 5},
+		{flow.Key{Dst: lkA("fe80::1"), IIF: 2}, 2},
+		{flow.Key{Dst: lkA("fe80::1"), IIF: 1}, 2},
+		{flow.Key{Dst: lkA("fe80::1"), IIF: 1, OIF: 5}, 5},
+	} {
+		r, err := f.Lookup(tc.k)
+		if err != 0 || r.Nexthop().Dev != tc.want {
+			t.Errorf("%+v: dev %d err %v, want dev %d", tc.k, r.Nexthop().Dev, err, tc.want)
+		}
+	}
+}
