@@ -360,6 +360,9 @@ func (c *change) build(kind string, q *rtnl.LinkConf) (Link, *rtnl.Error) {
 	if q.HasGroup {
 		l.Group = q.Group
 	}
+	if q.HasAlias {
+		l.Alias = string(q.Alias)
+	}
 	name := kind + "%d"
 	if q.HasName && len(q.Name) > 0 {
 		name = string(q.Name)
@@ -406,13 +409,23 @@ func (c *change) register(l Link, want int32) (int, *rtnl.Error) {
 func (c *change) configure(i int, q *rtnl.LinkConf) *rtnl.Error {
 	opened := false
 	if q.Flags != 0 || q.Change != 0 {
-		want := combineFlags(c.links[i].Flags, q.Flags, q.Change)
-		if (want^c.links[i].Flags)&iffChangeable&^changeableFlagBits != 0 {
-			return ErrFlagUnsupported()
-		}
+		want := combineFlags(c.links[i].WireFlags(), q.Flags, q.Change)
+		l := &c.links[i]
+		l.Flags = want&plainFlags | l.Flags&^plainFlags
 		if want&IFF_UP != 0 {
 			c.open(i)
 			opened = true
+		}
+		l = &c.links[i]
+		if want&IFF_PROMISC != 0 {
+			l.GFlags |= IFF_PROMISC
+			l.Promiscuity++
+			l.Flags |= IFF_PROMISC
+		}
+		if want&IFF_ALLMULTI != 0 {
+			l.GFlags |= IFF_ALLMULTI
+			l.Allmulti++
+			l.Flags |= IFF_ALLMULTI
 		}
 	}
 	c.msg(i, ^uint32(0))

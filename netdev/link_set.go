@@ -136,8 +136,13 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 	if q.Broadcast != nil {
 		c.links[i].Broadcast = append([]byte(nil), q.Broadcast[:6]...)
 	}
+	if q.HasAlias {
+		// dev_set_alias(); announced by netdev_state_change() below.
+		c.links[i].Alias = string(q.Alias)
+		notify = true
+	}
 	if q.Flags != 0 || q.Change != 0 {
-		want := combineFlags(c.links[i].Flags, q.Flags, q.Change)
+		want := combineFlags(c.links[i].WireFlags(), q.Flags, q.Change)
 		if err := c.changeFlags(i, want); err != nil {
 			return err
 		}
@@ -167,44 +172,68 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 	return nil
 }
 
-// changeableFlagBits are the flags nlemu changes: IFF_UP. The kernel's
-// __dev_change_flags() also takes IFF_DEBUG, IFF_NOARP, IFF_MULTICAST and
-// others, and IFF_PROMISC / IFF_ALLMULTI as counters.
-const changeableFlagBits = IFF_UP
+// plainFlags are the dev->flags bits __dev_change_flags() copies from the
+// request; IFF_UP opens or closes the device, IFF_PROMISC and IFF_ALLMULTI
+// are the user's share of the counters (dev->gflags).
+const plainFlags = 0x4 | 0x20 | IFF_NOARP | 0x8000 | IFF_MULTICAST | 0x2000 | 0x4000 // DEBUG NOTRAILERS NOARP DYNAMIC MULTICAST PORTSEL AUTOMEDIA
 
-// ErrFlagUnsupported is the answer for a flag change nlemu does not
-// implement (anything but IFF_UP).
-func ErrFlagUnsupported() *rtnl.Error {
-	return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: only IFF_UP can be changed yet")
-}
-
-// iffChangeable are the ifi_flags bits dev_change_flags() acts on.
-const iffChangeable = 0x1 | 0x4 | 0x20 | 0x80 | 0x100 | 0x200 | 0x1000 | 0x2000 | 0x4000 | 0x8000
-
-// changeFlags is dev_change_flags() and __dev_notify_flags(): open or
-// close, the RTM_NEWLINK with the changed bits, then NETDEV_UP /
-// NETDEV_DOWN (addrconf marks the inet6_dev ready or not and stamps it).
+// changeFlags is dev_change_flags() with want from rtnl_dev_combine_flags():
+// the plain bits, then open or close, then promiscuity and allmulti; one
+// RTM_NEWLINK carries every changed bit of dev->flags and dev->gflags
+// (__dev_notify_flags()), then NETDEV_UP / NETDEV_DOWN (addrconf marks the
+// inet6_dev ready or not and stamps it).
 func (c *change) changeFlags(i int, want uint32) *rtnl.Error {
 	l := &c.links[i]
-	if (want^l.Flags)&iffChangeable&^changeableFlagBits != 0 {
-		return ErrFlagUnsupported()
+	oldFlags, oldG := l.Flags, l.GFlags
+	l.Flags = want&plainFlags | l.Flags&^plainFlags
+	upChanged := (want^l.Flags)&IFF_UP != 0
+	if upChanged {
+		if want&IFF_UP != 0 {
+			c.open(i)
+		} else {
+			c.close(i)
+		}
 	}
-	if (want^l.Flags)&IFF_UP == 0 {
+	l = &c.links[i]
+	if (want^l.GFlags)&IFF_PROMISC != 0 {
+		l.GFlags ^= IFF_PROMISC
+		if want&IFF_PROMISC != 0 {
+			l.Promiscuity++
+		} else {
+			l.Promiscuity--
+		}
+		setBit(&l.Flags, IFF_PROMISC, l.Promiscuity > 0)
+	}
+	if (want^l.GFlags)&IFF_ALLMULTI != 0 {
+		l.GFlags ^= IFF_ALLMULTI
+		if want&IFF_ALLMULTI != 0 {
+			l.Allmulti++
+		} else {
+			l.Allmulti--
+		}
+		setBit(&l.Flags, IFF_ALLMULTI, l.Allmulti > 0)
+	}
+	changes := (oldFlags ^ l.Flags) | (oldG ^ l.GFlags)
+	if changes == 0 {
 		return nil
 	}
-	up := want&IFF_UP != 0
-	if up {
-		c.open(i)
-	} else {
-		c.close(i)
-	}
-	c.msg(i, IFF_UP)
-	if up {
-		c.upDone(i)
-	} else {
-		c.downDone(i)
+	c.msg(i, changes)
+	if upChanged {
+		if want&IFF_UP != 0 {
+			c.upDone(i)
+		} else {
+			c.downDone(i)
+		}
 	}
 	return nil
+}
+
+func setBit(f *uint32, bit uint32, on bool) {
+	if on {
+		*f |= bit
+	} else {
+		*f &^= bit
+	}
 }
 
 // portsOf lists the ports of bridge index in ifindex order.
@@ -261,6 +290,8 @@ func (c *change) enslave(m, i int) *rtnl.Error {
 	}
 	c.msg(i, 0)
 	c.links[i].Promiscuity++
+	setBit(&c.links[i].Flags, IFF_PROMISC, true)
+	setBit(&c.links[i].Flags, IFF_ALLMULTI, true)
 	c.msg(i, IFF_PROMISC)
 	c.numberPort(m, i)
 	c.msg(m, 0)
@@ -306,6 +337,8 @@ func (c *change) release(i int) {
 	m := c.find(p.Master)
 	p.Promiscuity--
 	p.Allmulti--
+	setBit(&p.Flags, IFF_PROMISC, p.Promiscuity > 0)
+	setBit(&p.Flags, IFF_ALLMULTI, p.Allmulti > 0)
 	c.msg(i, IFF_PROMISC)
 	p = &c.links[i]
 	p.Master = 0

@@ -255,6 +255,9 @@ func TestNewlinkValidationsLikeKernel(t *testing.T) {
 }
 
 // TestSetlinkLikeKernel: do_setlink() changes and their refusals, each
+// (the flag sequence is the one measured on 6.18 for `ip link set v0
+// promisc on`, `arp off`, `up`, `multicast off`, `allmulticast on`,
+// `promisc off`: one message per change with exactly the changed bits),
 // with the notifications the kernel sends (one RTM_NEWLINK per
 // NETDEV_CHANGEMTU / NETDEV_CHANGEADDR / NETDEV_CHANGENAME /
 // NETDEV_CHANGE_TX_QUEUE_LEN; none for a value that does not change, the
@@ -285,9 +288,15 @@ func TestSetlinkLikeKernel(t *testing.T) {
 		{"txqueuelen", rtnl.LinkConf{HasTxQLen: true, TxQLen: 5}, "", []string{"msg1 w0 ch=0x0 flags=0x1002 oper=2"}},
 		{"master that is no bridge", rtnl.LinkConf{HasMaster: true, Master: 2}, "operation not supported \"\"", nil},
 		{"master that does not exist", rtnl.LinkConf{HasMaster: true, Master: 99}, "invalid argument \"\"", nil},
-		{"promisc flag", rtnl.LinkConf{Flags: IFF_PROMISC, Change: IFF_PROMISC}, "operation not supported \"nlemu: only IFF_UP can be changed yet\"", nil},
-		{"up", rtnl.LinkConf{Flags: IFF_UP, Change: IFF_UP}, "", []string{"msg1 w0 ch=0x1 flags=0x1003 oper=3", "up w0"}},
-		{"group while up", rtnl.LinkConf{HasGroup: true, Group: 0}, "", []string{"msg1 w0 ch=0x0 flags=0x1003 oper=3", "change w0"}},
+		{"promisc on", rtnl.LinkConf{Flags: IFF_PROMISC, Change: IFF_PROMISC}, "", []string{"msg1 w0 ch=0x100 flags=0x1102 oper=2"}},
+		{"arp off", rtnl.LinkConf{Flags: IFF_NOARP, Change: IFF_NOARP}, "", []string{"msg1 w0 ch=0x80 flags=0x1182 oper=2"}},
+		{"alias while down", rtnl.LinkConf{HasAlias: true, Alias: []byte("foo")}, "", nil},
+		{"up", rtnl.LinkConf{Flags: IFF_UP, Change: IFF_UP}, "", []string{"msg1 w0 ch=0x1 flags=0x1183 oper=3", "up w0"}},
+		{"multicast off", rtnl.LinkConf{Change: IFF_MULTICAST}, "", []string{"msg1 w0 ch=0x1000 flags=0x183 oper=3"}},
+		{"allmulticast on", rtnl.LinkConf{Flags: IFF_ALLMULTI, Change: IFF_ALLMULTI}, "", []string{"msg1 w0 ch=0x200 flags=0x383 oper=3"}},
+		{"promisc off", rtnl.LinkConf{Change: IFF_PROMISC}, "", []string{"msg1 w0 ch=0x100 flags=0x283 oper=3"}},
+		{"alias cleared while up", rtnl.LinkConf{HasAlias: true}, "", []string{"msg1 w0 ch=0x0 flags=0x283 oper=3", "change w0"}},
+		{"group while up", rtnl.LinkConf{HasGroup: true, Group: 0}, "", []string{"msg1 w0 ch=0x0 flags=0x283 oper=3", "change w0"}},
 	}
 	for _, st := range steps {
 		q := st.q

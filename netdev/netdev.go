@@ -59,6 +59,11 @@ type Link struct {
 	Master int32
 	// Group is dev->group (IFLA_GROUP).
 	Group uint32
+	// GFlags is dev->gflags: the IFF_PROMISC / IFF_ALLMULTI the user set
+	// (`ip link set DEV promisc on`), which dev_get_flags() reports.
+	GFlags uint32
+	// Alias is dev->ifalias (IFLA_IFALIAS).
+	Alias string
 	// Promiscuity and Allmulti are the dev_set_promiscuity() /
 	// dev_set_allmulti() counters (a bridge port holds one of each).
 	Promiscuity, Allmulti uint32
@@ -96,6 +101,7 @@ type Inet6Dev struct {
 const (
 	IFF_UP       = 0x1
 	IFF_LOOPBACK = 0x8
+	IFF_ALLMULTI = 0x200
 	IFF_RUNNING  = 0x40
 	IFF_LOWER_UP = 0x10000
 
@@ -111,10 +117,11 @@ const (
 )
 
 // WireFlags returns the flags the wire carries (dev_get_flags()): dev->flags
-// with IFF_RUNNING and IFF_LOWER_UP added while the device is up, its
+// with IFF_PROMISC / IFF_ALLMULTI as the user set them (gflags, not the
+// counters' bits), and IFF_RUNNING and IFF_LOWER_UP added while the device is up, its
 // operstate is UP or UNKNOWN (netif_oper_up()) and it has carrier.
 func (l Link) WireFlags() uint32 {
-	f := l.Flags &^ (IFF_RUNNING | IFF_LOWER_UP)
+	f := l.Flags&^(IFF_RUNNING|IFF_LOWER_UP|IFF_PROMISC|IFF_ALLMULTI) | l.GFlags&(IFF_PROMISC|IFF_ALLMULTI)
 	if l.Flags&IFF_UP != 0 {
 		if l.OperState == OperUnknown || l.OperState == OperUp {
 			f |= IFF_RUNNING

@@ -174,7 +174,7 @@ func TestNewlinkHandlerErrors(t *testing.T) {
 		{"dellink naming nothing", rtnl.RTM_DELLINK, req, ifinfoBody(0, 0, 0), syscall.EINVAL.Error()},
 		{"dellink missing name", rtnl.RTM_DELLINK, req, ifinfoBody(0, 0, 0, nameAttr("zz")), syscall.ENODEV.Error()},
 		{"dellink lo", rtnl.RTM_DELLINK, req, ifinfoBody(1, 0, 0), syscall.EOPNOTSUPP.Error()},
-		{"unimplemented attribute", rtnl.RTM_SETLINK, req, ifinfoBody(3, 0, 0, lnla(nil, 20 /* IFLA_IFALIAS */, []byte("x\x00"))), syscall.EOPNOTSUPP.Error() + ": nlemu: this link attribute is not supported yet"},
+		{"unimplemented attribute", rtnl.RTM_SETLINK, req, ifinfoBody(3, 0, 0, lnla(nil, 19 /* IFLA_NET_NS_PID */, binary.NativeEndian.AppendUint32(nil, 1))), syscall.EOPNOTSUPP.Error() + ": nlemu: this link attribute is not supported yet"},
 		{"mtu by name through newlink", rtnl.RTM_NEWLINK, req, ifinfoBody(0, 0, 0, nameAttr("v0"), lnla(nil, rtnl.IFLA_MTU, binary.NativeEndian.AppendUint32(nil, 9000))), ""},
 	}
 	for _, c := range cases {

@@ -36,7 +36,7 @@ func linkMsg(l netdev.Link) *rtnl.LinkMsg {
 			ReachableTime: l.Inet6.ReachableTime, RetransTime: l.Inet6.RetransTime,
 			Conf: l.Inet6.Conf, AddrGenMode: l.Inet6.AddrGenMode,
 		},
-		Kind: l.Kind, Bridge: l.Bridge, BridgePort: l.Port,
+		Kind: l.Kind, Bridge: l.Bridge, BridgePort: l.Port, Alias: l.Alias,
 	}
 	if l.Kind == netdev.KindVeth {
 		m.IfLink, m.HasIfLink = l.Peer, true

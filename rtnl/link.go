@@ -15,6 +15,7 @@ const (
 	IFLA_MASTER                     = 10
 	IFLA_STATS                      = 7
 	IFLA_PROTINFO                   = 12
+	IFLA_IFALIAS                    = 20
 	IFLA_TXQLEN                     = 13
 	IFLA_MAP                        = 14
 	IFLA_OPERSTATE                  = 16
@@ -130,6 +131,8 @@ type LinkMsg struct {
 	// BridgePort is a bridge port's IFLA_INFO_SLAVE_KIND "bridge" and
 	// IFLA_INFO_SLAVE_DATA (br_port_fill_slave_info()).
 	BridgePort *BridgePortInfo
+	// Alias is IFLA_IFALIAS ("" sends none).
+	Alias string
 	// EmptyAFSpec sends an empty IFLA_AF_SPEC: the RTM_DELLINK of a device
 	// whose inet and inet6 state NETDEV_UNREGISTER already freed.
 	EmptyAFSpec bool
@@ -484,6 +487,9 @@ func appendLink(dst []byte, msgType, flags uint16, seq, pid uint32, l *LinkMsg, 
 		e.u32(IFLA_MASTER, l.Master) // rtnl_fill_ifinfo(): put_master()
 	}
 	e.flag(IFLA_CARRIER, l.Carrier)
+	if l.Alias != "" {
+		e.str(IFLA_IFALIAS, l.Alias) // nla_put_ifalias()
+	}
 	e.u32(IFLA_CARRIER_CHANGES, l.CarrierChanges)
 	e.u32(IFLA_CARRIER_UP_COUNT, l.CarrierUpCnt)
 	e.u32(IFLA_CARRIER_DOWN_COUNT, l.CarrierDnCnt)
@@ -682,6 +688,9 @@ func AppendInet6Link(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg) []by
 		e.put(IFLA_ADDRESS, l.Address)
 	}
 	e.u32(IFLA_MTU, l.MTU)
+	if l.HasIfLink {
+		e.u32(IFLA_LINK, uint32(l.IfLink)) // inet6_fill_ifinfo(): after IFLA_MTU
+	}
 	e.u8(IFLA_OPERSTATE, l.OperState)
 	p := e.nest(IFLA_PROTINFO)
 	if l.Inet6 != nil {

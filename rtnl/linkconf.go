@@ -28,6 +28,8 @@ type LinkConf struct {
 	HasMaster  bool
 	IfLink     uint32 // IFLA_LINK
 	HasIfLink  bool
+	Alias      []byte // IFLA_IFALIAS, up to its first NUL
+	HasAlias   bool
 
 	// AddrGenMode is IFLA_AF_SPEC/AF_INET6/IFLA_INET6_ADDR_GEN_MODE
 	// (`ip link set DEV addrgenmode none`).
@@ -97,6 +99,12 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 			case IFLA_LINK:
 				c.IfLink, c.HasIfLink = v, true
 			}
+		case IFLA_IFALIAS:
+			// ifla_policy: NLA_STRING of at most IFALIASZ-1 (255) bytes.
+			if len(trimNul(a.data)) > 255 {
+				return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: a.off, Policy: policyNest(policy{kind: polString})}
+			}
+			c.Alias, c.HasAlias = trimNul(a.data), true
 		case IFLA_ADDRESS:
 			c.Address = a.data
 		case IFLA_BROADCAST:

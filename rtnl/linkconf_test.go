@@ -80,7 +80,7 @@ func TestDecodeLinkConfLikeKernel(t *testing.T) {
 			&confSummary{Index: 3, AddrGenMode: 1}, nil},
 		{"inet6 token is not implemented", ifi(0, 3, 0, 0, nested(IFLA_AF_SPEC, nested(AF_INET6, attr(IFLA_INET6_TOKEN, make([]byte, 16))))),
 			&confSummary{Index: 3, AddrGenMode: -1, Unsupported: 40}, nil},
-		{"ifalias is not implemented", ifi(0, 3, 0, 0, str(20, "x")), &confSummary{Index: 3, AddrGenMode: -1, Unsupported: 32}, nil},
+		{"netns is not implemented", ifi(0, 3, 0, 0, u32Attr(19, 1)), &confSummary{Index: 3, AddrGenMode: -1, Unsupported: 32}, nil},
 		{"bridge info data is not implemented", ifi(0, 0, 0, 0, nested(IFLA_LINKINFO, str(IFLA_INFO_KIND, "bridge"), nested(IFLA_INFO_DATA, u32Attr(1, 100)))),
 			&confSummary{Kind: "bridge", HasData: true, AddrGenMode: -1, Unsupported: 48}, nil},
 		{"name too long", ifi(0, 0, 0, 0, attr(IFLA_IFNAME, long)), nil, &errSummary{syscall.ERANGE, "Attribute failed policy validation", 32, true}},
