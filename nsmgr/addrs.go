@@ -422,7 +422,10 @@ func (ns *Namespace) modifyAddr6(old netdev.Addr, q *rtnl.AddrMsg, flags, valid,
 	n := old
 	const changeable = netdev.IFA_F_NODAD | netdev.IFA_F_HOMEADDRESS | netdev.IFA_F_MANAGETEMP | netdev.IFA_F_NOPREFIXROUTE
 	n.Flags = (old.Flags &^ changeable) | (flags & changeable)
-	n.RtPriority = q.RtPriority
+	// A metric is changed only when the request names one.
+	if q.RtPriority != 0 {
+		n.RtPriority = q.RtPriority
+	}
 	if q.Proto != 0 {
 		n.Proto = q.Proto
 	}
@@ -479,6 +482,11 @@ func (ns *Namespace) deleteAddr6(a netdev.Addr, l netdev.Link) {
 	}
 	ns.notifyAddr(rtnl.RTM_DELADDR, a, nil)
 	if a.Flags&netdev.IFA_F_TENTATIVE == 0 {
+		// __ipv6_ifa_notify(RTM_DELADDR): the peer's route, then the
+		// local route.
+		if a.Address.IsValid() {
+			ns.delPeerRoute6(a)
+		}
 		ns.delLocalRoute6(a)
 	}
 	if a.Flags&netdev.IFA_F_NOPREFIXROUTE != 0 {
@@ -537,6 +545,9 @@ func (ns *Namespace) dadCompleted(a netdev.Addr) {
 	}
 	ns.notifyAddr(rtnl.RTM_NEWADDR, a, nil)
 	ns.addLocalRoute6(a)
+	if a.Address.IsValid() {
+		ns.addPeerRoute6(a)
+	}
 }
 
 func (ns *Namespace) isReady6(index int32) bool {

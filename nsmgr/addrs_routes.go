@@ -440,3 +440,27 @@ func (ns *Namespace) addMulticastRoute6(l netdev.Link) {
 		ns.NotifyRouteEvents(ch)
 	}
 }
+
+// addPeerRoute6 is __ipv6_ifa_notify(RTM_NEWADDR)'s route to the peer of a
+// point-to-point address: addrconf_prefix_route(peer, 128) with the
+// address's metric.
+func (ns *Namespace) addPeerRoute6(a netdev.Addr) {
+	l, ok := ns.devs.ByIndex(a.Index)
+	if !ok {
+		return
+	}
+	p := a
+	p.Local, p.PrefixLen = a.Address, 128
+	ns.addrconfPrefixRoute(p, l)
+}
+
+// delPeerRoute6 removes the route addPeerRoute6 made.
+func (ns *Namespace) delPeerRoute6(a netdev.Addr) {
+	l, ok := ns.devs.ByIndex(a.Index)
+	if !ok {
+		return
+	}
+	p := a
+	p.Local, p.PrefixLen = a.Address, 128
+	ns.delPrefixRoute6(p, l)
+}
