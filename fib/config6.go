@@ -83,7 +83,9 @@ func parse6(m *rtnl.RouteMsg, typ, nlFlags uint16) (Config, *rtnl.Error) {
 			return c, err
 		}
 	}
-	if m.Has(rtnl.RTA_EXPIRES) {
+	// addrconf_timeout_fixup() / addrconf_finite_timeout(): an infinite
+	// lifetime (0xffffffff) does not expire.
+	if m.Has(rtnl.RTA_EXPIRES) && m.Expires != ^uint32(0) {
 		c.Expires = m.Expires
 	}
 	if typ != rtnl.RTM_NEWROUTE {
@@ -181,6 +183,12 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		}
 		r.Nexthops = []Nexthop{nh}
 		r.Prefsrc = c.Prefsrc
+		if r.Expires != 0 && isRejectOrLo6(env, r.Type, c.Dst, nh.Dev) {
+			// ip6_route_info_create() overwrites fib6_flags with
+			// RTF_REJECT|RTF_NONEXTHOP for these (fib6_is_reject()),
+			// dropping RTF_EXPIRES: they never expire nor report it.
+			r.Expires = 0
+		}
 		return r, nil
 	}
 	for _, h := range m.Multipath {
@@ -388,4 +396,15 @@ func (c *Config) checkNhOnlink6(env Env, dev Device) *rtnl.Error {
 		return einval("Nexthop has invalid gateway or device mismatch")
 	}
 	return nil
+}
+
+// isRejectOrLo6 is fib6_is_reject() on the resolved nexthop: a reject
+// type, or a route through a loopback device to a non-loopback
+// destination that is neither local nor anycast.
+func isRejectOrLo6(env Env, typ uint8, dst netip.Prefix, dev int32) bool {
+	if isReject6(typ) {
+		return true
+	}
+	d, ok := env.Devs.Device(dev)
+	return ok && d.Loopback && !dst.Addr().IsLoopback() && typ != rtnl.RTN_LOCAL && typ != rtnl.RTN_ANYCAST
 }

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/nlemu/nlemu/fib"
 	"github.com/nlemu/nlemu/netdev"
@@ -106,8 +107,20 @@ func (ns *Namespace) newRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
 	if err != nil {
 		return fib.Change{}, err
 	}
+	if r.Expires != 0 {
+		// The route keeps its deadline (fib6_set_expires()); dumps and
+		// notifications report the time left.
+		r.Expires = routeClock() + r.Expires*100
+	}
 	return t.Insert(r, c.NlFlags)
 }
+
+// routeEpoch is the origin of routeClock.
+var routeEpoch = time.Now()
+
+// routeClock is the route expiry clock in 1/100 s (clock_t, USER_HZ 100):
+// what an IPv6 route's Expires holds once stored, as a deadline.
+func routeClock() uint32 { return uint32(time.Since(routeEpoch)/(10*time.Millisecond)) + 1 }
 
 // delRoute is the delete half: the table must exist (ESRCH "FIB table does
 // not exist"), then fib_table_delete() / ip6_route_del(). An IPv6
@@ -327,6 +340,11 @@ func fillRoute(m *rtnl.RouteMsg, r *fib.Route) {
 		m.Set(rtnl.RTA_MULTIPATH)
 	}
 	if v6 {
+		if r.Expires != 0 {
+			// rt6_fill_node(): rt->expires - jiffies, negative once
+			// past (nlemu has no fib6_gc() to remove it).
+			m.CacheInfo.Expires = int32(int64(r.Expires) - int64(routeClock()))
+		}
 		m.Set(rtnl.RTA_CACHEINFO)
 		m.Pref = r.Pref
 		m.Set(rtnl.RTA_PREF)

@@ -136,6 +136,13 @@ func rtDo(t testing.TB, ns *Namespace, self Listener, r routeTestReq) *rtnl.Erro
 	t.Helper()
 	rtSeq++
 	b := rtnl.AppendRoute(nil, r.typ, r.flags, rtSeq, 4242, &r.m)
+	if r.m.Has(rtnl.RTA_EXPIRES) {
+		// A request-only attribute the reply encoder does not write.
+		b = binary.NativeEndian.AppendUint16(b, 8)
+		b = binary.NativeEndian.AppendUint16(b, rtnl.RTA_EXPIRES)
+		b = binary.NativeEndian.AppendUint32(b, r.m.Expires)
+		binary.NativeEndian.PutUint32(b, uint32(len(b)))
+	}
 	msgs := rtnl.SplitDatagram(b)
 	d, err := ns.Do(&Request{Msg: &msgs[0], PortID: 4242, Strict: true, Self: self})
 	if d != nil {
@@ -508,5 +515,49 @@ func TestRouteChangesLockAsTheKernel(t *testing.T) {
 	}
 	if d4, d6 := RouteChanges.IPv4RTNL.Load()-v4, RouteChanges.IPv6Writer.Load()-v6; d4 != 1 || d6 != 1 {
 		t.Errorf("route change counters moved by %d (IPv4) and %d (IPv6), want 1 and 1", d4, d6)
+	}
+}
+
+// TestRouteExpiresReportsTimeLeft: an IPv6 route added with RTA_EXPIRES
+// reports the time left in RTA_CACHEINFO's rta_expires (clock_t), at most
+// what was asked; a route through lo drops RTF_EXPIRES (fib6_is_reject()
+// rewrites its flags) and an infinite lifetime never expires, so both
+// report 0 — as Linux 6.18 prints `expires 99sec` for the first only.
+func TestRouteExpiresReportsTimeLeft(t *testing.T) {
+	ns := routeTestNS(t)
+	expires := func(v uint32) func(*rtnl.RouteMsg) {
+		return func(m *rtnl.RouteMsg) { m.Expires = v; m.Set(rtnl.RTA_EXPIRES) }
+	}
+	// lo is the only device: the expiring route is of type local, which
+	// fib6_is_reject() leaves alone on lo.
+	for _, r := range []routeTestReq{
+		rtIP("add", "2001:db8:1::/64", rtDevLo, rtType(rtnl.RTN_LOCAL), expires(100)),
+		rtIP("add", "2001:db8:2::/64", rtDevLo, expires(100)),
+		rtIP("add", "2001:db8:3::/64", rtDevLo, rtType(rtnl.RTN_LOCAL), expires(^uint32(0))),
+	} {
+		if err := rtDo(t, ns, nil, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err, _, _ := rtDump(t, ns, rtnl.RouteMsg{Family: rtnl.AF_INET6}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int32{}
+	for i := range msgs {
+		rm, derr := rtnl.DecodeRoute(&msgs[i])
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		got[rm.Dst.String()] = rm.CacheInfo.Expires
+	}
+	if e := got["2001:db8:1::"]; e <= 0 || e > 100*100 {
+		t.Errorf("2001:db8:1::/64 rta_expires = %d, want in (0, 10000]", e)
+	}
+	if e := got["2001:db8:2::"]; e != 0 {
+		t.Errorf("2001:db8:2::/64 dev lo rta_expires = %d, want 0", e)
+	}
+	if e := got["2001:db8:3::"]; e != 0 {
+		t.Errorf("2001:db8:3::/64 infinite rta_expires = %d, want 0", e)
 	}
 }
