@@ -444,9 +444,10 @@ func choose6(es Entries, k *flow.Key, oif int32, strict bool) (i, nh int, err sy
 	return 0, 0, 0, false
 }
 
-// decodePref is IPV6_DECODE_PREF(): low 0 < medium 1 < high 2 (RTA_PREF
-// values ICMPV6_ROUTER_PREF_LOW 3, MEDIUM 0, HIGH 1; invalid 2 counts as
-// low... the kernel stores invalid as medium at insert).
+// decodePref is IPV6_DECODE_PREF(): the score of a router preference,
+// low 0 < medium 1 < high 2, from the RTA_PREF values
+// ICMPV6_ROUTER_PREF_LOW 3, MEDIUM 0, HIGH 1 (the invalid value 2 is stored
+// as medium at insert, rtm_to_fib6_config()).
 func decodePref(p uint8) uint8 {
 	switch p {
 	case 1: // high

@@ -275,8 +275,6 @@ func typeErrno(t uint8) syscall.Errno {
 
 // output4 is ip_route_output_key_hash_rcu() for a route-get flow.
 func (ns *Namespace) output4(k *flow.Key, o *out4) syscall.Errno {
-	origOIF := k.OIF
-	_ = origOIF
 	if !k.Src.IsUnspecified() {
 		if k.Src.IsMulticast() || isLbcast(k.Src) || isZeronet(k.Src) {
 			return syscall.EINVAL
