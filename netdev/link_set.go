@@ -2,6 +2,7 @@ package netdev
 
 import (
 	"bytes"
+	"slices"
 	"syscall"
 
 	"github.com/nlemu/nlemu/rtnl"
@@ -495,4 +496,79 @@ func (c *change) setGSOLimits(m int) {
 		size, segs = min(size, p.TSOMaxSize), min(segs, p.TSOMaxSegs)
 	}
 	c.links[m].TSOMaxSize, c.links[m].TSOMaxSegs = size, segs
+}
+
+// SetGroup is rtnl_group_changelink(): do_setlink() with the request on
+// every device of group, in ifindex order, stopping at the first error.
+func (d *Devices) SetGroup(group uint32, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.begin()
+	var err *rtnl.Error
+	for _, x := range c.groupMembers(group) {
+		if err = c.set(x, q); err != nil {
+			break
+		}
+	}
+	c.bridgePass()
+	c.runLinkwatch()
+	return c.publish(), err
+}
+
+// DeleteGroup is rtnl_group_dellink(): ENODEV for an empty group,
+// EOPNOTSUPP when a member has no dellink (lo), else every member goes in
+// one unregister_netdevice_many() (veth peers with them).
+func (d *Devices) DeleteGroup(group uint32) ([]Event, *rtnl.Error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.begin()
+	members := c.groupMembers(group)
+	if len(members) == 0 {
+		return nil, rtnl.Errno(syscall.ENODEV)
+	}
+	for _, x := range members {
+		if c.links[c.find(x)].Kind == "" {
+			return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+		}
+	}
+	var dels []int32
+	for _, x := range members {
+		i := c.find(x)
+		if i < 0 {
+			continue
+		}
+		l := c.links[i]
+		if l.Kind == KindBridge {
+			for _, p := range c.portsOf(x) {
+				c.release(c.find(p))
+			}
+		}
+		if c.links[i].Master != 0 {
+			c.release(i)
+		}
+		dels = append(dels, x)
+		if l.Kind == KindVeth && l.Peer != 0 && !slices.Contains(members, l.Peer) {
+			dels = append(dels, l.Peer)
+		}
+	}
+	var is []int
+	for _, x := range dels {
+		if i := c.find(x); i >= 0 && !slices.Contains(is, i) {
+			is = append(is, i)
+		}
+	}
+	c.unregister(is)
+	c.bridgePass()
+	c.runLinkwatch()
+	return c.publish(), nil
+}
+
+func (c *change) groupMembers(group uint32) []int32 {
+	var out []int32
+	for _, l := range c.links {
+		if l.Group == group {
+			out = append(out, l.Index)
+		}
+	}
+	return out
 }

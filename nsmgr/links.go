@@ -143,10 +143,17 @@ func (ns *Namespace) newLink(req *Request) *rtnl.Error {
 		return err
 	}
 	if flags&rtnl.NLM_F_CREATE == 0 {
-		// No device and no NLM_F_CREATE: ENODEV whether or not the
-		// request named one (rtnl_group_changelink() is not implemented).
-		_ = named
-		return rtnl.Errno(syscall.ENODEV)
+		// No device and no NLM_F_CREATE: ENODEV, unless the request names
+		// no device but a group (rtnl_group_changelink()).
+		if named || !q.HasGroup {
+			return rtnl.Errno(syscall.ENODEV)
+		}
+		if q.Unsupported != 0 {
+			return unsupportedAttr(q.Unsupported)
+		}
+		evs, err := ns.devs.SetGroup(q.Group, q)
+		ns.applyLinkEvents(evs)
+		return err
 	}
 	if !netdev.KnownKind(q.Kind) {
 		return netdev.ErrUnknownKind()
@@ -185,9 +192,9 @@ func (ns *Namespace) setLink(req *Request) *rtnl.Error {
 	return err
 }
 
-// delLink is rtnl_dellink(): by index or name; EINVAL when the request
-// names no device (deleting a group is not implemented), ENODEV when it
-// does not exist, EOPNOTSUPP for lo.
+// delLink is rtnl_dellink(): by index or name, else a whole IFLA_GROUP;
+// EINVAL when the request names neither, ENODEV when it does not exist,
+// EOPNOTSUPP for lo.
 func (ns *Namespace) delLink(req *Request) *rtnl.Error {
 	q, err := rtnl.DecodeLinkConf(req.Msg)
 	if err != nil {
@@ -195,6 +202,11 @@ func (ns *Namespace) delLink(req *Request) *rtnl.Error {
 	}
 	l, found, named := ns.findConf(q)
 	if !named {
+		if q.HasGroup {
+			evs, err := ns.devs.DeleteGroup(q.Group) // rtnl_group_dellink()
+			ns.applyLinkEvents(evs)
+			return err
+		}
 		return rtnl.Errno(syscall.EINVAL)
 	}
 	if !found {
