@@ -335,3 +335,72 @@ func TestAddrDumpBytesMatchKernel(t *testing.T) {
 		t.Errorf("not dumped: %v", want)
 	}
 }
+
+// TestAddrEchoIPv4NotIPv6 checks a quirk measured on Linux 6.18: an IPv4
+// RTM_NEWADDR with NLM_F_ECHO gets its notification back with the
+// request's seq and port (rtmsg_ifa() → rtnl_notify()), an IPv6 one gets
+// nothing (inet6_ifa_notify() names no requester), and IPv6
+// notifications carry seq and port 0.
+func TestAddrEchoIPv4NotIPv6(t *testing.T) {
+	ns, mon := addrNS(t)
+	for _, tc := range []struct {
+		body     []byte
+		wantEcho bool
+	}{
+		{addrReq(2, "10.77.0.1/24", 3), true},
+		{addrReq(10, "2001:db8:77::1/64", 3, nla(rtnl.IFA_FLAGS, []byte{2, 0, 0, 0})), false},
+	} {
+		mon.got = nil
+		self := &recorder{}
+		msg := rtnl.SplitDatagram(rtnl.AppendMessage(nil, rtnl.RTM_NEWADDR, rtnl.NLM_F_REQUEST|rtnl.NLM_F_ACK|rtnl.NLM_F_ECHO|rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, 501, 99, tc.body))[0]
+		if _, err := ns.Do(&Request{Msg: &msg, PortID: 99, Self: self}); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(self.got) == 1; got != tc.wantEcho {
+			t.Errorf("family %d: echo %v, want %v (%d messages)", tc.body[0], got, tc.wantEcho, len(self.got))
+		}
+		for _, dg := range append(self.got, mon.got...) {
+			for _, m := range rtnl.SplitDatagram(dg) {
+				if uint16(m.Header.Type) != rtnl.RTM_NEWADDR {
+					continue
+				}
+				wantSeq, wantPID := uint32(501), uint32(99)
+				if tc.body[0] == rtnl.AF_INET6 {
+					wantSeq, wantPID = 0, 0
+				}
+				if m.Header.Sequence != wantSeq || m.Header.PID != wantPID {
+					t.Errorf("family %d: seq %d pid %d, want %d %d", tc.body[0], m.Header.Sequence, m.Header.PID, wantSeq, wantPID)
+				}
+			}
+		}
+	}
+}
+
+// TestAddrRequestsSurviveTruncation sends every prefix of real address
+// requests, and bodies with every attribute type, as RTM_NEWADDR and
+// RTM_DELADDR of both families: each gets an answer and the store stays
+// consistent (every stored address is on an existing device).
+func TestAddrRequestsSurviveTruncation(t *testing.T) {
+	ns, _ := addrNS(t)
+	bodies := [][]byte{
+		addrReq(2, "10.0.0.1/24", 3, nla(rtnl.IFA_BROADCAST, []byte{10, 0, 0, 255}), nla(rtnl.IFA_LABEL, cstr("v0:a")), nla(rtnl.IFA_CACHEINFO, make([]byte, 16))),
+		addrReq(10, "2001:db8::1/64", 3, nla(rtnl.IFA_FLAGS, []byte{2, 0, 0, 0}), nla(rtnl.IFA_RT_PRIORITY, []byte{5, 0, 0, 0})),
+	}
+	for typ := uint16(1); typ <= rtnl.IFA_MAX+2; typ++ {
+		bodies = append(bodies, append([]byte{2, 24, 0, 0, 3, 0, 0, 0}, nla(typ, []byte{1, 2})...))
+		bodies = append(bodies, append([]byte{10, 64, 0, 0, 3, 0, 0, 0}, nla(typ, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})...))
+	}
+	for _, b := range bodies {
+		for n := 1; n <= len(b); n++ {
+			for _, typ := range []uint16{rtnl.RTM_NEWADDR, rtnl.RTM_DELADDR} {
+				doReq(t, ns, typ, rtnl.NLM_F_CREATE, b[:n])
+			}
+		}
+	}
+	set := ns.addrSet()
+	for _, a := range append(set.V4, set.V6...) {
+		if !ns.hasDevice(a.Index) {
+			t.Errorf("address %v on missing device %d", a.Local, a.Index)
+		}
+	}
+}
