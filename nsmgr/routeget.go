@@ -177,6 +177,16 @@ func (ns *Namespace) isLocal4(a netip.Addr) bool {
 	return false
 }
 
+// devOf4 is __ip_dev_find(): the device that has address a, 0 for none.
+func (ns *Namespace) devOf4(a netip.Addr) int32 {
+	for _, x := range ns.addrSet().V4 {
+		if x.Local == a {
+			return x.Index
+		}
+	}
+	return 0
+}
+
 func isLbcast(a netip.Addr) bool { return a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) }
 
 func isZeronet(a netip.Addr) bool { return !a.IsValid() || a.As4()[0] == 0 }
@@ -278,6 +288,18 @@ func (ns *Namespace) output4(k *flow.Key, o *out4) syscall.Errno {
 	if !k.Src.IsUnspecified() {
 		if k.Src.IsMulticast() || isLbcast(k.Src) || isZeronet(k.Src) {
 			return syscall.EINVAL
+		}
+		// "Special hack": a multicast or limited broadcast destination
+		// with no oif leaves through the device that owns the source
+		// (ip_route_output_key_hash_rcu()).
+		if k.OIF == 0 && (k.Dst.IsMulticast() || isLbcast(k.Dst)) {
+			dev := ns.devOf4(k.Src)
+			if dev == 0 {
+				return syscall.ENETUNREACH
+			}
+			k.OIF = dev
+			o.typ, o.dev = rtnl.RTN_UNICAST, dev
+			return ns.mkrouteOutput(k, o)
 		}
 		if !ns.isLocal4(k.Src) {
 			return syscall.ENETUNREACH
