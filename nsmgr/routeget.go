@@ -429,6 +429,9 @@ func (ns *Namespace) mkrouteOutput(k *flow.Key, o *out4) syscall.Errno {
 // input4 is ip_route_input_slow() for a route-get flow arriving on k.IIF.
 func (ns *Namespace) input4(k *flow.Key, o *out4) syscall.Errno {
 	saddr, daddr := k.Src, k.Dst
+	if daddr.IsMulticast() {
+		return ns.inputMC4(k, o)
+	}
 	if saddr.IsMulticast() || isLbcast(saddr) {
 		return syscall.EINVAL
 	}
@@ -481,6 +484,31 @@ func (ns *Namespace) input4(k *flow.Key, o *out4) syscall.Errno {
 	if nh.Gateway.IsValid() {
 		o.gw = nh.Gateway
 	}
+	return 0
+}
+
+// inputMC4 is ip_route_input_rcu()'s multicast branch: a group the input
+// device has joined (ip_check_mc_rcu(); nlemu's devices join 224.0.0.1
+// while up and nothing else) is delivered locally (ip_route_input_mc():
+// type multicast through lo, no FIB entry); any other group is EINVAL, as
+// nlemu does no multicast forwarding.
+func (ns *Namespace) inputMC4(k *flow.Key, o *out4) syscall.Errno {
+	l, _ := ns.link(k.IIF)
+	if k.Dst != netip.AddrFrom4([4]byte{224, 0, 0, 1}) || !isUp(l) {
+		return syscall.EINVAL
+	}
+	saddr := k.Src
+	if saddr.IsMulticast() || isLbcast(saddr) || saddr.IsLoopback() {
+		return syscall.EINVAL
+	}
+	if isZeronet(saddr) {
+		if !isLocalMulticast4(k.Dst) && k.Proto != 2 /* IGMP */ {
+			return syscall.EINVAL
+		}
+	} else if e := ns.validateSource4(k); e != 0 {
+		return e
+	}
+	o.typ, o.dev, o.flags = rtnl.RTN_MULTICAST, loIndex, rtcfMulticast|rtcfLocal
 	return 0
 }
 
@@ -727,6 +755,12 @@ func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Err
 	if err != 0 {
 		return rtnl.Errno(err)
 	}
+	if iif != 0 && res.Route.Dst.Addr().IsMulticast() {
+		// rt6_fill_node() asks ip6mr_get_route() for an input route to a
+		// multicast prefix; with no multicast routing it fails and the
+		// fill reports -EMSGSIZE ("Message too long"), fibmatch too.
+		return rtnl.Errno(syscall.EMSGSIZE)
+	}
 	if q.Flags&rtnl.RTM_F_FIB_MATCH != 0 {
 		fillFIBRoute(reply, &res.Route, res.Table)
 		return nil
@@ -787,6 +821,10 @@ func (ns *Namespace) fill6(m *rtnl.RouteMsg, k *flow.Key, iif int32, res *fib.Re
 // (IPV6_ADDR_SCOPE_*: node-local 1, link 2, site 5, global 14).
 func ipv6Scope(a netip.Addr) int {
 	switch {
+	case a.IsUnspecified():
+		// __ipv6_addr_src_scope(IPV6_ADDR_ANY): invalid, below every
+		// scope, so `ip -6 route get ::` picks a link-local source.
+		return -1
 	case a.IsLoopback() || a.IsInterfaceLocalMulticast():
 		return 1
 	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
