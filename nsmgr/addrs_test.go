@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/rtnl"
@@ -402,5 +403,37 @@ func TestAddrRequestsSurviveTruncation(t *testing.T) {
 		if !ns.hasDevice(a.Index) {
 			t.Errorf("address %v on missing device %d", a.Local, a.Index)
 		}
+	}
+}
+
+// TestAddrTentativeUntilDAD checks an address whose DAD has not finished
+// (a DAD time longer than the test): inet6_addr_add() announces it
+// tentative after its prefix route, it has no local route, and deleting
+// it removes the prefix route only (__ipv6_ifa_notify() has no local
+// route to remove).
+func TestAddrTentativeUntilDAD(t *testing.T) {
+	ns, mon := addrNS(t)
+	ns.SetDADDelay(time.Hour)
+	mon.got = nil
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, addrReq(10, "2001:db8:9::1/64", 3)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"route table 254 type 1 2001:db8:9::/64 dev 3",
+		"addr 2001:db8:9::1/64 dev 3 flags 0xc0",
+	}
+	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
+		t.Errorf("add (-kernel +nlemu):\n%s", d)
+	}
+	mon.got = nil
+	if err := doReq(t, ns, rtnl.RTM_DELADDR, 0, addrReq(10, "2001:db8:9::1/64", 3)); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		"deladdr 2001:db8:9::1/64 dev 3 flags 0xc0",
+		"delroute table 254 type 1 2001:db8:9::/64 dev 3",
+	}
+	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
+		t.Errorf("delete (-kernel +nlemu):\n%s", d)
 	}
 }
