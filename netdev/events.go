@@ -91,4 +91,7 @@ type Notify struct {
 	Link   Link
 	Change uint32
 	Del    bool // NotifyBridge: RTM_DELLINK
+	// Features marks the RTM_NEWLINK of NETDEV_FEAT_CHANGE, which carries
+	// IFLA_EVENT_FEATURES (rtmsg_ifinfo_event()).
+	Features bool
 }

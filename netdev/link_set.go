@@ -237,6 +237,19 @@ func setBit(f *uint32, bit uint32, on bool) {
 	}
 }
 
+// featChange records netdev_update_features() on bridge m after a port
+// change (br_add_if(), del_nbp()): NETDEV_FEAT_CHANGE's RTM_NEWLINK with
+// IFLA_EVENT_FEATURES.
+func (c *change) featChange(m int) {
+	c.evs = append(c.evs, Event{Link: c.links[m], Msgs: []Notify{{Kind: NotifyNewLink, Link: c.links[m], Features: true}}})
+}
+
+// brNotify records br_ifinfo_notify() for port i: an AF_BRIDGE
+// RTM_NEWLINK (or RTM_DELLINK) with the port's state.
+func (c *change) brNotify(i int, del bool) {
+	c.evs = append(c.evs, Event{Link: c.links[i], Msgs: []Notify{{Kind: NotifyBridge, Link: c.links[i], Del: del}}})
+}
+
 // portsOf lists the ports of bridge index in ifindex order.
 func (c *change) portsOf(index int32) []int32 {
 	var ps []int32
@@ -295,7 +308,8 @@ func (c *change) enslave(m, i int) *rtnl.Error {
 	setBit(&c.links[i].Flags, IFF_ALLMULTI, true)
 	c.msg(i, IFF_PROMISC)
 	c.numberPort(m, i)
-	c.msg(m, 0)
+	c.featChange(m)
+	c.brNotify(i, false)
 	c.recalcBridge(m, true)
 	return nil
 }
@@ -341,13 +355,20 @@ func (c *change) release(i int) {
 	setBit(&p.Flags, IFF_PROMISC, p.Promiscuity > 0)
 	setBit(&p.Flags, IFF_ALLMULTI, p.Allmulti > 0)
 	c.msg(i, IFF_PROMISC)
+	// del_nbp(): br_stp_disable_port() announces the port disabled, then
+	// it leaves.
+	pi := *c.links[i].Port
+	pi.State = brStateDisabled
+	c.links[i].Port = &pi
+	c.brNotify(i, false)
+	c.brNotify(i, true)
 	p = &c.links[i]
 	p.Master = 0
 	p.Port = nil
 	c.msg(i, 0)
 	if m >= 0 {
 		c.recalcMTU(m)
-		c.msg(m, 0)
+		c.featChange(m)
 		if len(c.portsOf(c.links[m].Index)) == 0 {
 			c.setCarrier(m, false) // no live port left
 		}
@@ -465,6 +486,7 @@ func (c *change) portStates(m int, force bool) {
 			pi := *p.Port
 			pi.State = st
 			c.links[j].Port = &pi
+			c.brNotify(j, false) // br_stp_enable_port() / br_stp_disable_port()
 		}
 	}
 	if len(ports) > 0 || force {

@@ -57,6 +57,9 @@ func (ns *Namespace) sendLinkNotify(n netdev.Notify) {
 	case netdev.NotifyNewLink:
 		m := linkMsg(n.Link)
 		m.Change = n.Change
+		if n.Features {
+			m.Event = rtnl.IFLA_EVENT_FEATURES
+		}
 		b = rtnl.AppendLink(nil, 0, 0, 0, m, 0)
 	case netdev.NotifyDelLink:
 		m := linkMsg(n.Link)
@@ -65,6 +68,8 @@ func (ns *Namespace) sendLinkNotify(n netdev.Notify) {
 		// families have nothing to fill (an empty IFLA_AF_SPEC).
 		m.Inet4Conf, m.Inet6, m.EmptyAFSpec = nil, nil, true
 		b = rtnl.AppendDelLink(nil, 0, 0, 0, m)
+	case netdev.NotifyBridge:
+		b = rtnl.AppendBridgeLink(nil, 0, 0, 0, linkMsg(n.Link), n.Del)
 	default:
 		return
 	}

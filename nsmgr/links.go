@@ -230,8 +230,14 @@ func (ns *Namespace) dumpLinks(req *Request) Dumper {
 	all := ns.devs.Links()
 	switch {
 	case q.Family == afBridge:
-		// rtnl_bridge_getlink(): bridge ports in the AF_BRIDGE format,
-		// which nlemu does not send yet.
+		// rtnl_bridge_getlink(): each bridge port through its master's
+		// ndo_bridge_getlink() (br_getlink()); a bridge itself only
+		// answers VLAN filter masks, which nlemu has nothing for.
+		for _, l := range all {
+			if l.Port != nil {
+				d.links = append(d.links, l)
+			}
+		}
 	case q.Family == rtnl.AF_INET6:
 		d.links = all // inet6_dump_ifinfo() has no filters
 	default:
@@ -281,6 +287,8 @@ func (d *linkDump) Fill(dst []byte, limit int) ([]byte, bool) {
 		m := linkMsg(d.links[d.i])
 		if d.family == rtnl.AF_INET6 {
 			dst = rtnl.AppendInet6Link(dst, rtnl.NLM_F_MULTI, d.seq, d.pid, m)
+		} else if d.family == afBridge {
+			dst = rtnl.AppendBridgeLink(dst, rtnl.NLM_F_MULTI, d.seq, d.pid, m, false)
 		} else {
 			dst = rtnl.AppendLink(dst, rtnl.NLM_F_MULTI|d.flags, d.seq, d.pid, m, d.extMask)
 		}

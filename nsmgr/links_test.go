@@ -221,7 +221,8 @@ func TestSetLoUpNotifies(t *testing.T) {
 // txqueuelen 77` and `ip link set v0 master br0`, and requires each dump
 // message to be the bytes captured from 6.18 (testdata/links-kernel-6.18.txt:
 // IFLA_LINK, IFLA_MASTER, IFLA_LINKINFO with the bridge's IFLA_INFO_DATA and
-// the port's IFLA_INFO_SLAVE_DATA, carrier counters, netns_immutable). Only
+// the port's IFLA_INFO_SLAVE_DATA, carrier counters, netns_immutable), and
+// the port's AF_BRIDGE message. Only
 // the inet6 tstamp and reachable_time come from the capture. The live
 // comparison is integration.TestLinksOnTheWireMatchKernel.
 func TestVethBridgeMessagesMatchKernelCapture(t *testing.T) {
@@ -290,4 +291,12 @@ func TestVethBridgeMessagesMatchKernelCapture(t *testing.T) {
 	}
 	check("veth-port", 3)
 	check("bridge-with-port", 4)
+	// The AF_BRIDGE dump of the port (br_fill_ifinfo()): what `bridge
+	// link show` prints.
+	k := caps["afbridge-port"]
+	l, _ := d.ByIndex(3)
+	got := rtnl.AppendBridgeLink(nil, rtnl.NLM_F_MULTI, 1, k.pid, linkMsg(l), false)
+	if d := cmp.Diff(hexRows(k.msg), hexRows(got)); d != "" {
+		t.Errorf("afbridge-port: %d bytes, kernel %d (-kernel +nlemu):\n%s", len(got), len(k.msg), d)
+	}
 }

@@ -6,34 +6,39 @@ import (
 
 // Link attributes (IFLA_*) that nlemu reads or writes.
 const (
-	IFLA_ADDRESS                    = 1
-	IFLA_BROADCAST                  = 2
-	IFLA_IFNAME                     = 3
-	IFLA_MTU                        = 4
-	IFLA_LINK                       = 5
-	IFLA_QDISC                      = 6
-	IFLA_MASTER                     = 10
-	IFLA_STATS                      = 7
-	IFLA_PROTINFO                   = 12
-	IFLA_IFALIAS                    = 20
-	IFLA_TXQLEN                     = 13
-	IFLA_MAP                        = 14
-	IFLA_OPERSTATE                  = 16
-	IFLA_LINKMODE                   = 17
-	IFLA_LINKINFO                   = 18
-	IFLA_STATS64                    = 23
-	IFLA_AF_SPEC                    = 26
-	IFLA_GROUP                      = 27
-	IFLA_EXT_MASK                   = 29
-	IFLA_PROMISCUITY                = 30
-	IFLA_NUM_TX_QUEUES              = 31
-	IFLA_NUM_RX_QUEUES              = 32
-	IFLA_CARRIER                    = 33
-	IFLA_CARRIER_CHANGES            = 35
-	IFLA_PROTO_DOWN                 = 39
-	IFLA_GSO_MAX_SEGS               = 40
-	IFLA_GSO_MAX_SIZE               = 41
-	IFLA_XDP                        = 43
+	IFLA_ADDRESS         = 1
+	IFLA_BROADCAST       = 2
+	IFLA_IFNAME          = 3
+	IFLA_MTU             = 4
+	IFLA_LINK            = 5
+	IFLA_QDISC           = 6
+	IFLA_MASTER          = 10
+	IFLA_STATS           = 7
+	IFLA_PROTINFO        = 12
+	IFLA_IFALIAS         = 20
+	IFLA_TXQLEN          = 13
+	IFLA_MAP             = 14
+	IFLA_OPERSTATE       = 16
+	IFLA_LINKMODE        = 17
+	IFLA_LINKINFO        = 18
+	IFLA_STATS64         = 23
+	IFLA_AF_SPEC         = 26
+	IFLA_GROUP           = 27
+	IFLA_EXT_MASK        = 29
+	IFLA_PROMISCUITY     = 30
+	IFLA_NUM_TX_QUEUES   = 31
+	IFLA_NUM_RX_QUEUES   = 32
+	IFLA_CARRIER         = 33
+	IFLA_CARRIER_CHANGES = 35
+	IFLA_PROTO_DOWN      = 39
+	IFLA_GSO_MAX_SEGS    = 40
+	IFLA_GSO_MAX_SIZE    = 41
+	IFLA_XDP             = 43
+	IFLA_EVENT           = 44
+
+	// IFLA_EVENT_FEATURES is NETDEV_FEAT_CHANGE's IFLA_EVENT
+	// (rtnl_get_event()).
+	IFLA_EVENT_FEATURES             = 2
 	IFLA_TARGET_NETNSID             = 46
 	IFLA_CARRIER_UP_COUNT           = 47
 	IFLA_CARRIER_DOWN_COUNT         = 48
@@ -133,6 +138,9 @@ type LinkMsg struct {
 	BridgePort *BridgePortInfo
 	// Alias is IFLA_IFALIAS ("" sends none).
 	Alias string
+	// Event is IFLA_EVENT of an rtmsg_ifinfo_event() notification
+	// (IFLA_EVENT_FEATURES for NETDEV_FEAT_CHANGE, ...); 0 sends none.
+	Event uint32
 	// EmptyAFSpec sends an empty IFLA_AF_SPEC: the RTM_DELLINK of a device
 	// whose inet and inet6 state NETDEV_UNREGISTER already freed.
 	EmptyAFSpec bool
@@ -496,6 +504,9 @@ func appendLink(dst []byte, msgType, flags uint16, seq, pid uint32, l *LinkMsg, 
 	e.u16(IFLA_HEADROOM, l.Headroom)
 	e.u16(IFLA_TAILROOM, l.Tailroom)
 	e.flag(IFLA_PROTO_DOWN, l.ProtoDown)
+	if l.Event != 0 {
+		e.u32(IFLA_EVENT, l.Event)
+	}
 	if len(l.Address) > 0 {
 		e.put(IFLA_ADDRESS, l.Address)
 		e.put(IFLA_BROADCAST, l.Broadcast)
@@ -700,4 +711,34 @@ func AppendInet6Link(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg) []by
 	h := *l
 	h.Change = 0
 	return AppendMessage(dst, RTM_NEWLINK, flags, seq, pid, ifinfoHeader(AF_INET6, &h), e.b)
+}
+
+// AppendBridgeLink appends the AF_BRIDGE RTM_NEWLINK (or, with del,
+// RTM_DELLINK) of a bridge port that br_fill_ifinfo() builds: what
+// br_ifinfo_notify() sends to RTNLGRP_LINK and what an AF_BRIDGE link dump
+// (rtnl_bridge_getlink() → br_getlink()) lists. l must have BridgePort set
+// for a NEWLINK (its IFLA_PROTINFO).
+func AppendBridgeLink(dst []byte, flags uint16, seq, pid uint32, l *LinkMsg, del bool) []byte {
+	e := linkEnc{b: make([]byte, 0, 448)}
+	e.str(IFLA_IFNAME, string(l.Name))
+	e.u32(IFLA_MASTER, l.Master)
+	e.u32(IFLA_MTU, l.MTU)
+	e.u8(IFLA_OPERSTATE, l.OperState)
+	if len(l.Address) > 0 {
+		e.put(IFLA_ADDRESS, l.Address)
+	}
+	if l.HasIfLink {
+		e.u32(IFLA_LINK, uint32(l.IfLink))
+	}
+	typ := uint16(RTM_NEWLINK)
+	if del {
+		typ = RTM_DELLINK
+	} else if l.BridgePort != nil {
+		p := e.nest(IFLA_PROTINFO | nlaFNested)
+		e.bridgePort(l.BridgePort)
+		e.end(p)
+	}
+	h := *l
+	h.Change = 0
+	return AppendMessage(dst, typ, flags, seq, pid, ifinfoHeader(AF_BRIDGE, &h), e.b)
 }
