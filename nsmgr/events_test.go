@@ -245,3 +245,57 @@ func TestLinkDumpFilters(t *testing.T) {
 		}
 	}
 }
+
+// heldRecorder records whether RTNL was held when each notification came.
+type heldRecorder struct {
+	lock *rtnl.RTNL
+	held []bool
+}
+
+func (r *heldRecorder) Deliver([]byte) { r.held = append(r.held, r.lock.Held()) }
+
+// TestLinkChangesHoldRTNL: rtnl_newlink(), rtnl_setlink() and
+// rtnl_dellink() run under RTNL (their dispatch rows have lockRTNL), and
+// so does everything their events do: the RTNLGRP_LINK notifications and
+// the rule and address updates go out before RTNL is released, as the
+// kernel's notifier chain runs under it. Each request takes RTNL once.
+func TestLinkChangesHoldRTNL(t *testing.T) {
+	lock := &rtnl.RTNL{}
+	m := NewManager(&rulesops.Config{RTNL: lock})
+	if err := m.Add("t"); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := m.Get("t")
+	rec := &heldRecorder{lock: lock}
+	ns.SetGroups(rec, 1<<(rtnlgrpLink-1))
+	const req = rtnl.NLM_F_REQUEST | rtnl.NLM_F_ACK
+	reqs := []struct {
+		typ, flags uint16
+		body       []byte
+	}{
+		{rtnl.RTM_NEWLINK, createFlags, vethReq("v0", "v1")},
+		{rtnl.RTM_SETLINK, req, ifinfoBody(3, 1, 1)},
+		{rtnl.RTM_NEWLINK, req, ifinfoBody(2, 1, 1)},
+		{rtnl.RTM_DELLINK, req, ifinfoBody(3, 0, 0)},
+	}
+	for i, r := range reqs {
+		before := lock.Stats().Acquisitions
+		if got := do(t, ns, r.typ, r.flags, r.body); got != "" {
+			t.Fatalf("request %d: %s", i, got)
+		}
+		if n := lock.Stats().Acquisitions - before; n != 1 {
+			t.Errorf("request %d took RTNL %d times, want 1", i, n)
+		}
+	}
+	if len(rec.held) < 8 {
+		t.Fatalf("%d notifications, want the create, up, linkwatch and delete ones", len(rec.held))
+	}
+	for i, h := range rec.held {
+		if !h {
+			t.Errorf("notification %d sent without RTNL", i)
+		}
+	}
+	if lock.Held() {
+		t.Error("RTNL still held")
+	}
+}
