@@ -76,7 +76,7 @@ func addrRows() []row {
 		{family: rtnl.AF_INET, typ: rtnl.RTM_GETADDR, dumpit: dumpAddrsRow(rtnl.AF_INET)},
 		{family: rtnl.AF_INET6, typ: rtnl.RTM_NEWADDR, doit: (*Namespace).newAddr, flags: lockRTNL},
 		{family: rtnl.AF_INET6, typ: rtnl.RTM_DELADDR, doit: (*Namespace).delAddr, flags: lockRTNL},
-		{family: rtnl.AF_INET6, typ: rtnl.RTM_GETADDR, dumpit: dumpAddrsRow(rtnl.AF_INET6)},
+		{family: rtnl.AF_INET6, typ: rtnl.RTM_GETADDR, doit: (*Namespace).getAddr6, dumpit: dumpAddrsRow(rtnl.AF_INET6)},
 		// rtnetlink_init(): the PF_UNSPEC dumpit is rtnl_dump_all().
 		{family: rtnl.AF_UNSPEC, typ: rtnl.RTM_GETADDR, flags: dumpAll},
 	}
@@ -765,4 +765,56 @@ func (d *addrDump) Fill(dst []byte, limit int) ([]byte, bool) {
 		}
 	}
 	return dst, true
+}
+
+// getAddr6 is inet6_rtm_getaddr() (IPv4 has no RTM_GETADDR doit:
+// EOPNOTSUPP): the address named by IFA_LOCAL / IFA_ADDRESS, unicast as an
+// RTM_NEWADDR. A device index that names no device searches every device,
+// as the kernel's dev_get_by_index() returning NULL does.
+func (ns *Namespace) getAddr6(req *Request) *rtnl.Error {
+	m := req.Msg
+	if len(m.Data) < 8 {
+		return rtnl.Errorf(syscall.EINVAL, "ipv6: Invalid header for get address request")
+	}
+	if req.Strict {
+		// inet6_rtm_valid_getaddr_req().
+		if m.Data[1] != 0 || m.Data[2] != 0 || m.Data[3] != 0 {
+			return rtnl.Errorf(syscall.EINVAL, "ipv6: Invalid values in header for get address request")
+		}
+	}
+	q, err := rtnl.DecodeAddrRequest(m)
+	if err != nil {
+		return err
+	}
+	if req.Strict {
+		for t := 1; t <= rtnl.IFA_MAX; t++ {
+			if q.Has(t) && t != rtnl.IFA_ADDRESS && t != rtnl.IFA_LOCAL && t != rtnl.IFA_TARGET_NETNSID {
+				return rtnl.Errorf(syscall.EINVAL, "ipv6: Unsupported attribute in get address request")
+			}
+		}
+	}
+	var pfx netip.Addr
+	if q.Has(rtnl.IFA_ADDRESS) {
+		pfx = q.Address
+	}
+	if q.Has(rtnl.IFA_LOCAL) {
+		pfx = q.Local
+	}
+	if !pfx.IsValid() {
+		return rtnl.Errno(syscall.EINVAL)
+	}
+	set := ns.addr.store.Snapshot()
+	list := set.V6
+	if q.Index != 0 && ns.hasDevice(q.Index) {
+		list = set.OfDevice(rtnl.AF_INET6, q.Index)
+	}
+	for _, a := range list {
+		if a.Local == pfx {
+			if req.Self != nil {
+				req.Self.Deliver(rtnl.AppendAddr(nil, rtnl.RTM_NEWADDR, 0, m.Header.Sequence, req.PortID, addrMsg(a)))
+			}
+			return nil
+		}
+	}
+	return rtnl.Errno(syscall.EADDRNOTAVAIL)
 }

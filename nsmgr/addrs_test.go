@@ -437,3 +437,42 @@ func TestAddrTentativeUntilDAD(t *testing.T) {
 		t.Errorf("delete (-kernel +nlemu):\n%s", d)
 	}
 }
+
+// TestAddrGetIPv6AnyDeviceForUnknownIndex checks RTM_GETADDR without
+// NLM_F_DUMP as measured on Linux 6.18: IPv6 answers the address
+// (inet6_rtm_getaddr()), an ifindex naming no device searches every
+// device, another existing device is EADDRNOTAVAIL, no address EINVAL;
+// IPv4 has no such handler (EOPNOTSUPP).
+func TestAddrGetIPv6AnyDeviceForUnknownIndex(t *testing.T) {
+	ns, _ := addrNS(t)
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE, addrReq(10, "2001:db8:77::1/64", 3, nla(rtnl.IFA_FLAGS, []byte{2, 0, 0, 0}))); err != nil {
+		t.Fatal(err)
+	}
+	a := nla(rtnl.IFA_ADDRESS, netip.MustParseAddr("2001:db8:77::1").AsSlice())
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		strict bool
+		errno  syscall.Errno
+		reply  bool
+	}{
+		{"by device", append([]byte{10, 0, 0, 0, 3, 0, 0, 0}, a...), false, 0, true},
+		{"index 0", append([]byte{10, 0, 0, 0, 0, 0, 0, 0}, a...), false, 0, true},
+		{"index of no device", append([]byte{10, 0, 0, 0, 99, 0, 0, 0}, a...), false, 0, true},
+		{"other device", append([]byte{10, 0, 0, 0, 2, 0, 0, 0}, a...), false, syscall.EADDRNOTAVAIL, false},
+		{"no address", []byte{10, 0, 0, 0, 3, 0, 0, 0}, false, syscall.EINVAL, false},
+		{"strict prefix length", append([]byte{10, 64, 0, 0, 3, 0, 0, 0}, a...), true, syscall.EINVAL, false},
+		{"strict IFA_FLAGS", append(append([]byte{10, 0, 0, 0, 3, 0, 0, 0}, a...), nla(rtnl.IFA_FLAGS, make([]byte, 4))...), true, syscall.EINVAL, false},
+		{"IPv4", append([]byte{2, 0, 0, 0, 3, 0, 0, 0}, nla(rtnl.IFA_LOCAL, []byte{10, 5, 0, 1})...), false, syscall.EOPNOTSUPP, false},
+	} {
+		self := &recorder{}
+		_, err := ns.Do(&Request{Msg: startupReq(rtnl.RTM_GETADDR, 0, tc.body), Strict: tc.strict, Self: self})
+		var got syscall.Errno
+		if err != nil {
+			got = err.Errno
+		}
+		if got != tc.errno || (len(self.got) == 1) != tc.reply {
+			t.Errorf("%s: errno %v, %d replies; want %v, reply %v", tc.name, got, len(self.got), tc.errno, tc.reply)
+		}
+	}
+}
