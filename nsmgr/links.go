@@ -84,7 +84,7 @@ func (ns *Namespace) findLink(q *rtnl.LinkMsg, noKey syscall.Errno) (netdev.Link
 }
 
 // findConf is findLink for a change request: by ifindex, else by
-// IFLA_ALT_IFNAME or IFLA_IFNAME (rtnl_dev_get()); ok false when the
+// IFLA_ALT_IFNAME or IFLA_IFNAME (rtnl_dev_get()); named is false when the
 // request names no device.
 func (ns *Namespace) findConf(q *rtnl.LinkConf) (l netdev.Link, found, named bool) {
 	switch {
@@ -129,10 +129,14 @@ func (ns *Namespace) newLink(req *Request) *rtnl.Error {
 		if flags&rtnl.NLM_F_REPLACE != 0 {
 			return rtnl.Errno(syscall.EOPNOTSUPP)
 		}
-		// rtnl_changelink(): IFLA_INFO_DATA needs the device's own kind
-		// (and a changelink, which nlemu's kinds do not implement).
+		// rtnl_changelink(): IFLA_INFO_DATA needs the device's own kind;
+		// with it, the kind's changelink (bridge options), which nlemu
+		// does not implement yet.
 		if q.HasInfoData {
-			return rtnl.Errno(syscall.EOPNOTSUPP)
+			if q.Kind != l.Kind {
+				return rtnl.Errno(syscall.EOPNOTSUPP)
+			}
+			return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: changing "+l.Kind+" options is not supported yet")
 		}
 		if q.Unsupported != 0 {
 			return unsupportedAttr(q.Unsupported)
