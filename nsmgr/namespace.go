@@ -149,6 +149,9 @@ type Request struct {
 	// ReadOnly is a requester that may not change state: everything but
 	// a GET is refused with EPERM.
 	ReadOnly bool
+	// UID is the requester's uid (current_uid() in the kernel): the flow
+	// key's uid of a route get without RTA_UID.
+	UID uint32
 }
 
 // Dumper produces the messages of a dump in batches, resuming from its

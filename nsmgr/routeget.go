@@ -65,9 +65,9 @@ func (ns *Namespace) getRoute(req *Request) *rtnl.Error {
 	var reply rtnl.RouteMsg
 	var err *rtnl.Error
 	if q.Family == rtnl.AF_INET6 {
-		err = ns.routeGet6(&q, &reply)
+		err = ns.routeGet6(&q, &reply, req.UID)
 	} else {
-		err = ns.routeGet4(&q, &reply)
+		err = ns.routeGet4(&q, &reply, req.UID)
 	}
 	if err != nil {
 		return err
@@ -81,12 +81,13 @@ func (ns *Namespace) getRoute(req *Request) *rtnl.Error {
 }
 
 // RouteGet answers one route-get request in q (decoded) into reply, the way
-// the handler does; benchmarks and tests call it without the wire.
+// the handler does for a requester of uid 0; benchmarks and tests call it
+// without the wire.
 func (ns *Namespace) RouteGet(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Error {
 	if q.Family == rtnl.AF_INET6 {
-		return ns.routeGet6(q, reply)
+		return ns.routeGet6(q, reply, 0)
 	}
-	return ns.routeGet4(q, reply)
+	return ns.routeGet4(q, reply, 0)
 }
 
 // parseIPProto is rtm_getroute_parse_ip_proto().
@@ -107,7 +108,7 @@ func parseIPProto(p uint8, v6 bool) *rtnl.Error {
 }
 
 // requestKey is the flow key common to both families' getroute.
-func requestKey(q *rtnl.RouteMsg) flow.Key {
+func requestKey(q *rtnl.RouteMsg, uid uint32) flow.Key {
 	k := flow.Key{Mark: q.Mark, TOS: q.Tos &^ 3}
 	if q.Has(rtnl.RTA_DST) {
 		k.Dst = q.Dst
@@ -115,10 +116,15 @@ func requestKey(q *rtnl.RouteMsg) flow.Key {
 	if q.Has(rtnl.RTA_SRC) {
 		k.Src = q.Src
 	}
-	if q.Has(rtnl.RTA_UID) {
+	// inet_rtm_getroute(): RTA_UID, else INVALID_UID on the input path and
+	// the caller's uid on the output path.
+	switch {
+	case q.Has(rtnl.RTA_UID):
 		k.UID = q.UID
-	} else if q.Has(rtnl.RTA_IIF) && q.IIF != 0 {
+	case q.Has(rtnl.RTA_IIF) && q.IIF != 0:
 		k.UID = uidInvalid
+	default:
+		k.UID = uid
 	}
 	// inet_rtm_getroute() builds a fake UDP packet unless told otherwise.
 	k.Proto = ipprotoUDP
@@ -197,13 +203,13 @@ func isLocalMulticast4(a netip.Addr) bool {
 }
 
 // routeGet4 is inet_rtm_getroute() after the request checks.
-func (ns *Namespace) routeGet4(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Error {
+func (ns *Namespace) routeGet4(q *rtnl.RouteMsg, reply *rtnl.RouteMsg, uid uint32) *rtnl.Error {
 	if q.Has(rtnl.RTA_IP_PROTO) {
 		if err := parseIPProto(q.IPProto, false); err != nil {
 			return err
 		}
 	}
-	k := requestKey(q)
+	k := requestKey(q, uid)
 	if !k.Dst.IsValid() {
 		k.Dst = netip.IPv4Unspecified()
 	}
@@ -709,8 +715,8 @@ func fillFIBRoute(m *rtnl.RouteMsg, r *fib.Route, table uint32) {
 }
 
 // routeGet6 is inet6_rtm_getroute() after the request checks.
-func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg) *rtnl.Error {
-	k := requestKey(q)
+func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg, uid uint32) *rtnl.Error {
+	k := requestKey(q, uid)
 	k.Proto = 0
 	if q.Has(rtnl.RTA_IP_PROTO) {
 		if err := parseIPProto(q.IPProto, true); err != nil {

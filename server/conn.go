@@ -40,6 +40,9 @@ type conn struct {
 	// request but a GET is refused with EPERM (rtnetlink_rcv_msg()'s
 	// CAP_NET_ADMIN check), and so are namespace changes.
 	readOnly bool // guarded by mu
+	// uid is the opener's uid (the kernel's current_uid() of the
+	// requester, which `ip route get` reports without RTA_UID).
+	uid uint32 // guarded by mu
 	// hangup, when set, ends the transport (the Unix connection) so that
 	// Server.Close also stops a reader blocked on its client.
 	hangup func() // guarded by mu
@@ -172,7 +175,7 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 		}
 		return
 	}
-	d, err := c.ns.Do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly})
+	d, err := c.ns.Do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly, UID: c.uid})
 	if d != nil {
 		if c.dump != nil {
 			c.ack(m, rtnl.Errno(syscall.EBUSY))
@@ -415,6 +418,13 @@ func (c *conn) close() {
 func (c *conn) setReadOnly(v bool) {
 	c.mu.Lock()
 	c.readOnly = v
+	c.mu.Unlock()
+}
+
+// setUID records the opener's uid.
+func (c *conn) setUID(uid uint32) {
+	c.mu.Lock()
+	c.uid = uid
 	c.mu.Unlock()
 }
 

@@ -97,6 +97,22 @@ func procPrivileges(pid string) privileges {
 // those of connect() time (SO_PEERCRED, SO_PEERGROUPS), translated into
 // the server's user namespace, so a "root" of `unshare -r` is its real
 // uid. A peer whose credentials cannot be read may not.
+// peerUID is the uid of uc's peer at connect time (SO_PEERCRED).
+func peerUID(uc *net.UnixConn) (uint32, bool) {
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var cred *unix.Ucred
+	raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil || cred == nil {
+		return 0, false
+	}
+	return cred.Uid, true
+}
+
 func (s *Server) mayChange(uc *net.UnixConn) bool {
 	raw, err := uc.SyscallConn()
 	if err != nil {

@@ -149,7 +149,9 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 	if s.closed {
 		return nil, net.ErrClosed
 	}
-	c := &conn{srv: s, ns: ns, q: newQueue(), portid: s.allocPort(pid)}
+	// An in-process socket's opener is this process (current_uid());
+	// a Unix peer's uid replaces it at connect (SO_PEERCRED).
+	c := &conn{srv: s, ns: ns, q: newQueue(), portid: s.allocPort(pid), uid: uint32(os.Getuid())}
 	c.extAck = opts&optExtAck != 0
 	c.capAck = opts&optCapAck != 0
 	c.strict = opts&optStrict != 0

@@ -103,6 +103,9 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	// What the peer may do (LISTEN_ALL_NSID, privileged groups).
 	c.priv.src = peerPrivileges(uc)
 	c.setReadOnly(!s.mayChange(uc))
+	if uid, ok := peerUID(uc); ok {
+		c.setUID(uid)
+	}
 	var p [8]byte
 	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)
