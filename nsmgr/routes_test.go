@@ -561,3 +561,29 @@ func TestRouteExpiresReportsTimeLeft(t *testing.T) {
 		t.Errorf("2001:db8:3::/64 infinite rta_expires = %d, want 0", e)
 	}
 }
+
+// BenchmarkNewRoute measures one RTM_NEWROUTE through the handler (decode,
+// checks, insert, no listener) per family, into a table that grows with
+// b.N.
+func BenchmarkNewRoute(b *testing.B) {
+	for _, fam := range []string{"inet", "inet6"} {
+		b.Run(fam, func(b *testing.B) {
+			ns := routeTestNS(b)
+			reqs := make([]routeTestReq, b.N)
+			for i := range reqs {
+				p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)
+				if fam == "inet6" {
+					p = netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)}), 64)
+				}
+				reqs[i] = rtIP("add", p.String(), rtDevLo)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range reqs {
+				if err := rtDo(b, ns, nil, reqs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
