@@ -306,6 +306,19 @@ func (s *Addrs) Delete4(index int32, i int, promote bool) []AddrStep {
 	return steps
 }
 
+// Map4 replaces each IPv4 address of device index by f of it (in list
+// order) and returns the new list.
+func (s *Addrs) Map4(index int32, f func(i int, a Addr) Addr) []Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dev := slices.Clone(s.Snapshot().OfDevice(afInet, index))
+	for i := range dev {
+		dev[i] = f(i, dev[i])
+	}
+	s.setDevice(afInet, index, dev)
+	return dev
+}
+
 // Find6 is ipv6_get_ifaddr() on one device: the address with local addr.
 func (s *Addrs) Find6(index int32, addr netip.Addr) (Addr, bool) {
 	for _, b := range s.Snapshot().OfDevice(afInet6, index) {

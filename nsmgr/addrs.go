@@ -16,6 +16,8 @@ package nsmgr
 
 import (
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -599,6 +601,8 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 		// addresses stay. addrconf_ifdown(): routes, then addresses.
 		ns.flushDevRoutes4(l.Index, false)
 		ns.addrconfIfdown(l, false)
+	case netdev.EvRename:
+		ns.inetdevChangename(l)
 	case netdev.EvUnregister:
 		ns.inetdevDestroy(l)
 		ns.flushDevRoutes4(l.Index, true)
@@ -817,4 +821,34 @@ func (ns *Namespace) getAddr6(req *Request) *rtnl.Error {
 		}
 	}
 	return rtnl.Errno(syscall.EADDRNOTAVAIL)
+}
+
+// inetdevChangename is inetdev_changename(): every IPv4 label becomes the
+// new device name; from the second address on it keeps its ":suffix", and
+// one without a suffix gets ":N" (N its position, the first being 1) — a quirk of the
+// kernel's code, kept. Each address is announced again.
+func (ns *Namespace) inetdevChangename(l netdev.Link) {
+	const ifNameSize = 16
+	list := ns.addr.store.Map4(l.Index, func(i int, a netdev.Addr) netdev.Addr {
+		old := a.Label
+		a.Label = l.Name
+		if i == 0 {
+			return a
+		}
+		dot := ""
+		if j := strings.IndexByte(old, ':'); j >= 0 {
+			dot = old[j:]
+		} else {
+			dot = ":" + strconv.Itoa(i+1)
+		}
+		if len(dot)+len(l.Name) < ifNameSize {
+			a.Label += dot
+		} else {
+			a.Label = a.Label[:min(len(a.Label), ifNameSize-len(dot)-1)] + dot
+		}
+		return a
+	})
+	for _, a := range list {
+		ns.notifyAddr(rtnl.RTM_NEWADDR, a, nil)
+	}
 }

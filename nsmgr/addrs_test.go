@@ -476,3 +476,33 @@ func TestAddrGetIPv6AnyDeviceForUnknownIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestRenameLabelsNumberedByPosition checks inetdev_changename()'s quirk,
+// measured on Linux 6.18: after a rename the first IPv4 address is
+// labelled with the new name, the others keep their ":suffix", and one
+// without a suffix gets ":N", N its position counting the first as 1.
+func TestRenameLabelsNumberedByPosition(t *testing.T) {
+	ns, _ := addrNS(t)
+	for _, b := range [][]byte{
+		addrReq(2, "10.0.0.1/24", 3),
+		addrReq(2, "10.0.0.2/24", 3, nla(rtnl.IFA_LABEL, cstr("v0:a"))),
+		addrReq(2, "10.1.0.1/24", 3),
+	} {
+		if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ifi := make([]byte, rtnl.IfInfoLen)
+	ifi[4] = 3
+	if err := doReq(t, ns, rtnl.RTM_NEWLINK, 0, append(ifi, nla(rtnl.IFLA_IFNAME, cstr("eth7"))...)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range ns.addrSet().OfDevice(rtnl.AF_INET, 3) {
+		got = append(got, a.Local.String()+" "+a.Label)
+	}
+	want := []string{"10.0.0.1 eth7", "10.1.0.1 eth7:2", "10.0.0.2 eth7:a"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("labels (-kernel +nlemu):\n%s", d)
+	}
+}
