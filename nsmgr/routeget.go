@@ -556,6 +556,35 @@ func (ns *Namespace) rulesNeedL4(fam uint8) bool {
 	return false
 }
 
+// clntref4 is the route's reference count that rt_fill_info() reports: 2
+// for an output route __mkroute_output() caches in its nexthop (the cache's
+// reference and the reply's), 1 for one it does not cache — no FIB entry
+// (daddr 0, an oif-forced lookup that found no route, the limited
+// broadcast; a subnet broadcast from table local is cached), a
+// multicast group the device joined or a short multicast prefix, or a
+// local route looked up for another device than the one it leaves by
+// (the "particular output interface" case). Input routes keep 2.
+func clntref4(o *out4, iif int32) uint32 {
+	if iif != 0 {
+		return 2
+	}
+	cache := o.hasFIB
+	switch o.typ {
+	case rtnl.RTN_MULTICAST:
+		if o.flags&rtcfLocal != 0 || (o.hasFIB && o.res.Route.Dst.Bits() < 4) {
+			cache = false
+		}
+	case rtnl.RTN_LOCAL:
+		if o.hasFIB && o.res.Nexthop().Dev != o.dev {
+			cache = false
+		}
+	}
+	if cache {
+		return 2
+	}
+	return 1
+}
+
 // fill4 is rt_fill_info().
 func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src netip.Addr, iif int32, table uint32, o *out4) {
 	*m = rtnl.RouteMsg{Family: rtnl.AF_INET, DstLen: 32, Type: o.typ}
@@ -616,7 +645,7 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 		m.IIF = uint32(iif)
 		m.Set(rtnl.RTA_IIF)
 	}
-	m.CacheInfo = rtnl.CacheInfo{ClntRef: 2}
+	m.CacheInfo = rtnl.CacheInfo{ClntRef: clntref4(o, iif)}
 	if o.typ == rtnl.RTN_UNREACHABLE {
 		m.CacheInfo.Error = uint32(syscall.EHOSTUNREACH)
 	}
