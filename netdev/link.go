@@ -527,6 +527,17 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 	if peer >= 0 {
 		peerIndex = c.links[peer].Index
 	}
+	if kind == KindBridge && q.Bridge != nil {
+		// br_dev_newlink(): br_changelink() runs after
+		// register_netdevice(); when it fails the bridge goes again
+		// unannounced, its ifindex consumed.
+		if err := bridgeOptsErr(q.Bridge); err != nil {
+			if _, ierr := c.allocIndex(q.Index); ierr == nil {
+				c.publish()
+			}
+			return nil, err
+		}
+	}
 	i, err := c.register(l, q.Index)
 	if err != nil {
 		if peer >= 0 {
@@ -534,6 +545,9 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 			return c.publish(), err
 		}
 		return nil, err
+	}
+	if kind == KindBridge && q.Bridge != nil {
+		c.applyBridgeOpts(i, q.Bridge)
 	}
 	// Positions move as devices are inserted in ifindex order.
 	peer = c.find(peerIndex)

@@ -68,6 +68,19 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 	if i < 0 {
 		return rtnl.Errno(syscall.ENODEV)
 	}
+	notify := false
+	if q.Bridge != nil {
+		// rtnl_changelink(): the kind's options first, announced with
+		// the rest (DO_SETLINK_NOTIFY).
+		if c.links[i].Kind != KindBridge {
+			return rtnl.Errno(syscall.EOPNOTSUPP)
+		}
+		if err := bridgeOptsErr(q.Bridge); err != nil {
+			return err
+		}
+		c.applyBridgeOpts(i, q.Bridge)
+		notify = true
+	}
 	// validate_linkmsg()
 	if q.Address != nil && len(q.Address) < 6 {
 		return rtnl.Errno(syscall.EINVAL)
@@ -117,7 +130,6 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 			c.recalcBridge(c.find(l.Master), true)
 		}
 	}
-	notify := false
 	if q.HasGroup {
 		c.links[i].Group = q.Group
 		notify = true
@@ -451,8 +463,8 @@ func (c *change) recalcBridge(m int, mtu bool) {
 // an address set keeps the all-zero id it starts with.
 func (c *change) setBridgeID(m int) {
 	b := &c.links[m]
-	if !b.AddrSet && len(c.portsOf(b.Index)) == 0 && b.Bridge.BridgeID == ([8]byte{}) {
-		return
+	if !b.AddrSet && len(c.portsOf(b.Index)) == 0 && [6]byte(b.Bridge.BridgeID[2:]) == ([6]byte{}) {
+		return // the address part stays zero (a priority alone goes in: applyBridgeOpts)
 	}
 	bi := *b.Bridge
 	bi.BridgeID[0], bi.BridgeID[1] = byte(bi.Priority>>8), byte(bi.Priority)
@@ -593,4 +605,53 @@ func (c *change) groupMembers(group uint32) []int32 {
 		}
 	}
 	return out
+}
+
+// bridgeOptsErr is br_changelink()'s refusals for o before anything is
+// applied: IFLA_BR_VLAN_FILTERING without VLAN filtering support
+// (EOPNOTSUPP, as measured), hello_time outside [1 s, 10 s] and max_age
+// outside [6 s, 40 s] (br_set_hello_time(), br_set_max_age(): ERANGE).
+func bridgeOptsErr(o *rtnl.BridgeConf) *rtnl.Error {
+	has := func(t int) bool { return o.Has&(1<<t) != 0 }
+	switch {
+	case o.VlanFiltering:
+		return rtnl.Errno(syscall.EOPNOTSUPP)
+	case has(rtnl.IFLA_BR_HELLO_TIME) && (o.HelloTime < 100 || o.HelloTime > 1000):
+		return rtnl.Errno(syscall.ERANGE)
+	case has(rtnl.IFLA_BR_MAX_AGE) && (o.MaxAge < 600 || o.MaxAge > 4000):
+		return rtnl.Errno(syscall.ERANGE)
+	}
+	return nil
+}
+
+// applyBridgeOpts is br_changelink() on bridge m for the options nlemu
+// implements. A priority goes into the bridge id (and the root id) at
+// once, even while the id's address part is still zero.
+func (c *change) applyBridgeOpts(m int, o *rtnl.BridgeConf) {
+	has := func(t int) bool { return o.Has&(1<<t) != 0 }
+	bi := *c.links[m].Bridge
+	if has(rtnl.IFLA_BR_FORWARD_DELAY) {
+		bi.ForwardDelay = o.ForwardDelay
+	}
+	if has(rtnl.IFLA_BR_HELLO_TIME) {
+		bi.HelloTime = o.HelloTime
+	}
+	if has(rtnl.IFLA_BR_MAX_AGE) {
+		bi.MaxAge = o.MaxAge
+	}
+	if has(rtnl.IFLA_BR_AGEING_TIME) {
+		bi.AgeingTime = o.Ageing
+	}
+	if has(rtnl.IFLA_BR_MCAST_SNOOPING) {
+		bi.McastSnooping = o.McastSnooping
+	}
+	if has(rtnl.IFLA_BR_PRIORITY) {
+		bi.Priority = o.Priority
+		bi.BridgeID[0], bi.BridgeID[1] = byte(o.Priority>>8), byte(o.Priority)
+		bi.RootID[0], bi.RootID[1] = bi.BridgeID[0], bi.BridgeID[1]
+	}
+	c.links[m].Bridge = &bi
+	if has(rtnl.IFLA_BR_PRIORITY) {
+		c.setBridgeID(m)
+	}
 }

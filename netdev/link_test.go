@@ -433,3 +433,41 @@ func TestSnapshotsAreValues(t *testing.T) {
 		t.Errorf("old snapshot changed: %d devices, %q", len(before), before[0].Name)
 	}
 }
+
+// TestBridgePriorityWithoutAddress: br_stp_set_bridge_priority() writes the
+// priority into the bridge id at once, while a fresh bridge's id keeps its
+// all-zero address part until it has a port or an address (measured:
+// `priority 100` gives `bridge_id 0064.0:0:0:0:0:0`); out-of-range
+// hello_time / max_age are ERANGE and vlan_filtering EOPNOTSUPP on a
+// kernel without VLAN filtering, each consuming the ifindex the bridge had.
+func TestBridgePriorityWithoutAddress(t *testing.T) {
+	d := New()
+	q := &rtnl.LinkConf{Name: []byte("br0"), HasName: true, Bridge: &rtnl.BridgeConf{
+		Has: 1<<rtnl.IFLA_BR_PRIORITY | 1<<rtnl.IFLA_BR_FORWARD_DELAY, Priority: 100, ForwardDelay: 500}}
+	if _, err := d.Create(KindBridge, q); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := d.ByIndex(2)
+	if want := [8]byte{0, 100}; b.Bridge.BridgeID != want || b.Bridge.RootID != want || b.Bridge.ForwardDelay != 500 || b.Bridge.Priority != 100 {
+		t.Errorf("bridge id %x root %x forward delay %d", b.Bridge.BridgeID, b.Bridge.RootID, b.Bridge.ForwardDelay)
+	}
+	for _, c := range []struct {
+		o    rtnl.BridgeConf
+		want syscall.Errno
+	}{
+		{rtnl.BridgeConf{Has: 1 << rtnl.IFLA_BR_HELLO_TIME, HelloTime: 50}, syscall.ERANGE},
+		{rtnl.BridgeConf{Has: 1 << rtnl.IFLA_BR_MAX_AGE, MaxAge: 4100}, syscall.ERANGE},
+		{rtnl.BridgeConf{VlanFiltering: true}, syscall.EOPNOTSUPP},
+	} {
+		o := c.o
+		if _, err := d.Create(KindBridge, &rtnl.LinkConf{Bridge: &o}); err == nil || err.Errno != c.want {
+			t.Errorf("%+v: %v, want %v", c.o, err, c.want)
+		}
+	}
+	if _, err := d.Create(KindBridge, &rtnl.LinkConf{Name: []byte("br1"), HasName: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.IndexByName([]byte("br1")); got != 6 {
+		t.Errorf("br1 got ifindex %d, want 6 (three consumed by the failed creates)", got)
+	}
+}

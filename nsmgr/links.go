@@ -136,7 +136,9 @@ func (ns *Namespace) newLink(req *Request) *rtnl.Error {
 			if q.Kind != l.Kind {
 				return rtnl.Errno(syscall.EOPNOTSUPP)
 			}
-			return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: changing "+l.Kind+" options is not supported yet")
+			if q.Bridge == nil {
+				return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: changing "+l.Kind+" options is not supported yet")
+			}
 		}
 		if q.Unsupported != 0 {
 			return unsupportedAttr(q.Unsupported)

@@ -41,9 +41,36 @@ type LinkConf struct {
 	HasInfoData bool
 	// Peer is a veth's VETH_INFO_PEER: its own ifinfomsg and attributes.
 	Peer *LinkConf
+	// Bridge is a bridge's IFLA_INFO_DATA (the options nlemu implements).
+	Bridge *BridgeConf
 
 	Unsupported uint32
 }
+
+// BridgeConf is the part of a bridge's IFLA_INFO_DATA nlemu applies
+// (br_changelink()); Has holds bit t for each IFLA_BR_* type t given.
+type BridgeConf struct {
+	Has                                      uint64
+	ForwardDelay, HelloTime, MaxAge, Ageing  uint32
+	StpState                                 uint32
+	Priority                                 uint16
+	McastSnooping                            uint8
+	// VlanFiltering is IFLA_BR_VLAN_FILTERING, which a kernel without
+	// CONFIG_BRIDGE_VLAN_FILTERING (the one measured) refuses.
+	VlanFiltering bool
+}
+
+// Bridge option attributes (IFLA_BR_*) nlemu reads.
+const (
+	IFLA_BR_FORWARD_DELAY  = 1
+	IFLA_BR_HELLO_TIME     = 2
+	IFLA_BR_MAX_AGE        = 3
+	IFLA_BR_AGEING_TIME    = 4
+	IFLA_BR_STP_STATE      = 5
+	IFLA_BR_PRIORITY       = 6
+	IFLA_BR_VLAN_FILTERING = 7
+	IFLA_BR_MCAST_SNOOPING = 23
+)
 
 // u32Policy is NLA_U32 for policy errors.
 var u32Policy = policy{kind: polU32}
@@ -181,6 +208,9 @@ func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
 		return err
 	}
 	c.HasInfoData = true
+	if c.Kind == "bridge" {
+		return c.decodeBridge(*data)
+	}
 	if c.Kind != "veth" {
 		if len(data.data) > 0 && c.Unsupported == 0 {
 			c.Unsupported = data.off
@@ -202,6 +232,64 @@ func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
 		c.Peer = p
 		if p.Unsupported != 0 && c.Unsupported == 0 {
 			c.Unsupported = p.Unsupported
+		}
+		return nil
+	})
+}
+
+// decodeBridge is br_policy's parse of a bridge's IFLA_INFO_DATA for the
+// options nlemu applies; the others are reported in Unsupported.
+func (c *LinkConf) decodeBridge(data rawAttr) *Error {
+	b := &BridgeConf{}
+	c.Bridge = b
+	return walkAttrs(data.data, int(data.off)+nlaHdrLen, func(a rawAttr) *Error {
+		short := func(n int, k policyKind) *Error {
+			if len(a.data) < n {
+				return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: a.off, Policy: policyNest(policy{kind: k})}
+			}
+			return nil
+		}
+		switch a.typ {
+		case IFLA_BR_FORWARD_DELAY, IFLA_BR_HELLO_TIME, IFLA_BR_MAX_AGE, IFLA_BR_AGEING_TIME, IFLA_BR_STP_STATE:
+			if err := short(4, polU32); err != nil {
+				return err
+			}
+			v := ne.Uint32(a.data)
+			switch a.typ {
+			case IFLA_BR_FORWARD_DELAY:
+				b.ForwardDelay = v
+			case IFLA_BR_HELLO_TIME:
+				b.HelloTime = v
+			case IFLA_BR_MAX_AGE:
+				b.MaxAge = v
+			case IFLA_BR_AGEING_TIME:
+				b.Ageing = v
+			case IFLA_BR_STP_STATE:
+				b.StpState = v
+				if v != 0 && c.Unsupported == 0 {
+					c.Unsupported = a.off // STP's port states and timers are not emulated
+				}
+			}
+		case IFLA_BR_PRIORITY:
+			if err := short(2, polU16); err != nil {
+				return err
+			}
+			b.Priority = ne.Uint16(a.data)
+		case IFLA_BR_MCAST_SNOOPING:
+			if err := short(1, polU8); err != nil {
+				return err
+			}
+			b.McastSnooping = a.data[0]
+		case IFLA_BR_VLAN_FILTERING:
+			b.VlanFiltering = true
+		default:
+			if c.Unsupported == 0 {
+				c.Unsupported = a.off
+			}
+			return nil
+		}
+		if a.typ < 64 {
+			b.Has |= 1 << a.typ
 		}
 		return nil
 	})
