@@ -50,11 +50,11 @@ type LinkConf struct {
 // BridgeConf is the part of a bridge's IFLA_INFO_DATA nlemu applies
 // (br_changelink()); Has holds bit t for each IFLA_BR_* type t given.
 type BridgeConf struct {
-	Has                                      uint64
-	ForwardDelay, HelloTime, MaxAge, Ageing  uint32
-	StpState                                 uint32
-	Priority                                 uint16
-	McastSnooping                            uint8
+	Has                                     uint64
+	ForwardDelay, HelloTime, MaxAge, Ageing uint32
+	StpState                                uint32
+	Priority                                uint16
+	McastSnooping                           uint8
 	// VlanFiltering is IFLA_BR_VLAN_FILTERING, which a kernel without
 	// CONFIG_BRIDGE_VLAN_FILTERING (the one measured) refuses.
 	VlanFiltering bool
