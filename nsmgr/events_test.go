@@ -2,6 +2,7 @@ package nsmgr
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,5 +298,51 @@ func TestLinkChangesHoldRTNL(t *testing.T) {
 	}
 	if lock.Held() {
 		t.Error("RTNL still held")
+	}
+}
+
+// TestRulesAttachRaceFree: IPv6 rule adds (which take no RTNL) racing
+// with the creation of the devices they name must end with every rule
+// attached: a rule added before its device registered is attached by the
+// device's NETDEV_REGISTER, one added after resolves the name itself
+// (rulesops takes its ops mutex for both, so none falls between).
+func TestRulesAttachRaceFree(t *testing.T) {
+	ns := newTestNS(t)
+	const n = 60
+	done := make(chan string, 2)
+	go func() {
+		for i := range n {
+			h := []byte{rtnl.AF_INET6, 0, 0, 0, 10, 0, 0, rtnl.FR_ACT_TO_TBL, 0, 0, 0, 0}
+			h = lnla(h, rtnl.FRA_IIFNAME, []byte(fmt.Sprintf("d%d\x00", i)))
+			if got := do(t, ns, rtnl.RTM_NEWRULE, createFlags, h); got != "" {
+				done <- got
+				return
+			}
+		}
+		done <- ""
+	}()
+	go func() {
+		for i := range n {
+			if got := do(t, ns, rtnl.RTM_NEWLINK, createFlags, kindReq(fmt.Sprintf("d%d", i), "bridge")); got != "" {
+				done <- got
+				return
+			}
+		}
+		done <- ""
+	}()
+	for range 2 {
+		if e := <-done; e != "" {
+			t.Fatal(e)
+		}
+	}
+	detached := 0
+	ns.Rules(rtnl.AF_INET6).Snapshot().Each(0, func(_ int, m *rtnl.RuleMsg) bool {
+		if m.Flags&rtnl.FIB_RULE_IIF_DETACHED != 0 {
+			detached++
+		}
+		return true
+	})
+	if detached != 0 {
+		t.Errorf("%d of %d rules left detached although every device exists", detached, n)
 	}
 }
