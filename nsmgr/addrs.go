@@ -39,6 +39,9 @@ type addrState struct {
 	// ready holds the devices whose IPv6 is configured (idev->if_flags
 	// IF_READY: up with carrier, addrconf_dev_config() done).
 	ready map[int32]bool
+	// v6Off holds the devices whose IPv6 stopped for an MTU below 1280
+	// (written under RTNL only).
+	v6Off map[int32]bool
 }
 
 // defaultDADDelay is nlemu's DAD duration: 0, DAD completes within the
@@ -52,7 +55,7 @@ type addrState struct {
 const defaultDADDelay = 0
 
 func newAddrState() *addrState {
-	return &addrState{store: netdev.NewAddrs(), dadDelay: defaultDADDelay, ready: map[int32]bool{}}
+	return &addrState{store: netdev.NewAddrs(), dadDelay: defaultDADDelay, ready: map[int32]bool{}, v6Off: map[int32]bool{}}
 }
 
 // Addrs returns the namespace's address store (read-only use: snapshots).
@@ -583,13 +586,13 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 		ns.inetUp(l)
 		ns.v4.SyncUpDev(l.Index, rtnl.RTNH_F_DEAD)
 		ns.fibNetdevUp(l)
-		if linkReady(l) {
+		if linkReady(l) && !ns.addr.v6Off[l.Index] {
 			ns.addrconfReady(l)
 		}
 	case netdev.EvChange:
 		if linkReady(l) {
 			ns.setLinkdown(l.Index, false)
-			if !ns.isReady6(l.Index) {
+			if !ns.isReady6(l.Index) && !ns.addr.v6Off[l.Index] {
 				ns.addrconfReady(l)
 			}
 		} else if l.Flags&netdev.IFF_UP != 0 {
@@ -603,6 +606,23 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 		ns.addrconfIfdown(l, false)
 	case netdev.EvRename:
 		ns.inetdevChangename(l)
+	case netdev.EvChangeMTU:
+		// addrconf_notify(NETDEV_CHANGEMTU): below IPV6_MIN_MTU IPv6
+		// stops on the device (addrconf_ifdown(), its inet6_dev
+		// destroyed); back at 1280 or more a ready device is configured
+		// again, as a new inet6_dev (measured).
+		const ipv6MinMTU = 1280
+		if l.MTU < ipv6MinMTU {
+			if !ns.addr.v6Off[l.Index] {
+				ns.addrconfIfdown(l, true)
+				ns.addr.v6Off[l.Index] = true
+			}
+		} else if ns.addr.v6Off[l.Index] {
+			delete(ns.addr.v6Off, l.Index)
+			if linkReady(l) {
+				ns.addrconfReady(l)
+			}
+		}
 	case netdev.EvUnregister:
 		ns.inetdevDestroy(l)
 		ns.flushDevRoutes4(l.Index, true)
