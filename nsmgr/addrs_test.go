@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/rtnl"
+	"github.com/nlemu/nlemu/rulesops"
 )
 
 // nla builds one attribute.
@@ -32,9 +33,13 @@ func cstr(s string) []byte { return append([]byte(s), 0) }
 
 // addrNS is a namespace with lo and a veth pair v1 (ifindex 2) / v0 (3),
 // all up, and DAD completing at once.
-func addrNS(t *testing.T) (*Namespace, *recorder) {
+func addrNS(t testing.TB) (*Namespace, *recorder) {
 	t.Helper()
-	ns := startupNS(t)
+	m := NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+	if err := m.Add("t"); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := m.Get("t")
 	ns.SetDADDelay(0)
 	mon := &recorder{}
 	var mask uint64
@@ -54,7 +59,7 @@ func addrNS(t *testing.T) (*Namespace, *recorder) {
 	return ns, mon
 }
 
-func doReq(t *testing.T, ns *Namespace, typ, flags uint16, body []byte) *rtnl.Error {
+func doReq(t testing.TB, ns *Namespace, typ, flags uint16, body []byte) *rtnl.Error {
 	t.Helper()
 	msg := startupReq(typ, rtnl.NLM_F_ACK|flags, body)
 	_, err := ns.Do(&Request{Msg: msg, PortID: 99, Self: &recorder{}})
