@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -31,6 +32,18 @@ type queue struct {
 	// further multicast until the reader has emptied the queue.
 	congested bool // guarded by mu
 	closed    bool // guarded by mu
+	// held: the transport's reader is handling a request and drains the
+	// queue itself afterwards, so a push need not wake the writer (each
+	// wake-up is a thread hand-off: futex, spinning, epoll).
+	held bool // guarded by mu
+	// spaceWanted carries a token when a writer stalls or a dump starts
+	// waiting for room: the transport then follows the client's reads
+	// until neither waits (and not otherwise: each read would wake it).
+	spaceWanted chan struct{}
+	// writerWakes and spaceWatches count the writer wake-ups pushes
+	// caused and the transport's waits for write space (for tests).
+	writerWakes  int // guarded by mu
+	spaceWatches atomic.Uint64
 
 	// The transport's side (Unix socket); all guarded by mu.
 	flights []flight // written, not yet read by the client, oldest first
@@ -79,9 +92,26 @@ func sysctlInt(path string, def int) int {
 }
 
 func newQueue() *queue {
-	q := &queue{limit: defaultRcvbuf}
+	q := &queue{limit: defaultRcvbuf, spaceWanted: make(chan struct{}, 1)}
 	q.cond.L = &q.mu
 	return q
+}
+
+// wantSpaceLocked tells the transport that a writer or a dump now waits for
+// the client to read (spaceWanted); it never blocks.
+func (q *queue) wantSpaceLocked() {
+	select {
+	case q.spaceWanted <- struct{}{}:
+	default:
+	}
+}
+
+// wantsSpace reports whether anything waits for a write-space wakeup: a
+// stalled writer or a dump waiting for room.
+func (q *queue) wantsSpace() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.closed && (q.stalled || q.wantRoom)
 }
 
 // push queues b unless it does not fit and force is false. It never
@@ -101,13 +131,40 @@ func (q *queue) push(b []byte, force bool) bool {
 			q.congested = true
 			q.err = syscall.ENOBUFS
 		}
-		q.cond.Signal()
+		q.signalLocked()
 		return false
 	}
 	q.items = append(q.items, item{b, size})
 	q.bytes += size
-	q.cond.Signal()
+	q.signalLocked()
 	return true
+}
+
+// signalLocked wakes the writer unless the reader will drain (held).
+func (q *queue) signalLocked() {
+	if !q.held {
+		q.writerWakes++
+		q.cond.Signal()
+	}
+}
+
+// hold tells pushes that the reader drains next: they do not wake the
+// writer until release.
+func (q *queue) hold() {
+	q.mu.Lock()
+	q.held = true
+	q.mu.Unlock()
+}
+
+// release ends hold, waking the writer if something is still queued (a
+// notification that arrived after the reader's drain, or an error).
+func (q *queue) release() {
+	q.mu.Lock()
+	q.held = false
+	if q.head < len(q.items) || q.err != 0 {
+		q.cond.Signal()
+	}
+	q.mu.Unlock()
 }
 
 // admitLocked is the test of netlink_broadcast_deliver() (and of
@@ -277,6 +334,7 @@ func (q *queue) stall(gen uint64) {
 	q.mu.Lock()
 	if q.wgen == gen {
 		q.stalled = true
+		q.wantSpaceLocked()
 	}
 	q.mu.Unlock()
 }
@@ -327,6 +385,7 @@ func (q *queue) roomForDump() bool {
 		q.wantRoom = false
 		return true
 	}
+	q.wantSpaceLocked()
 	return false
 }
 
