@@ -36,33 +36,17 @@ func (cl *Client) admin(typ uint16, payload []byte) ([]byte, error) {
 				// NETNS_LIST may come in several messages.
 				data = append(data, m.Data...)
 			case rtnl.NLMSG_ERROR:
-				if len(m.Data) < 4 {
+				a, ok := rtnl.ParseAck(&m)
+				if !ok {
 					return nil, errors.New("nlemu: short reply")
 				}
-				errno := syscall.Errno(-int32(ne.Uint32(m.Data)))
-				if errno == 0 {
+				if a.Err.Errno == 0 {
 					return data, nil
 				}
-				return nil, &AdminError{Errno: errno, Msg: extackMsg(m.Data)}
+				return nil, &AdminError{Errno: a.Err.Errno, Msg: a.Err.Msg}
 			}
 		}
 	}
-}
-
-// extackMsg returns the NLMSGERR_ATTR_MSG of a capped NLMSG_ERROR payload.
-func extackMsg(d []byte) string {
-	const off = 4 + rtnl.NLMSG_HDRLEN
-	for i := off; i+4 <= len(d); {
-		n := int(ne.Uint16(d[i:]))
-		if n < 4 || i+n > len(d) {
-			break
-		}
-		if ne.Uint16(d[i+2:]) == rtnl.NLMSGERR_ATTR_MSG {
-			return strings.TrimRight(string(d[i+4:i+n]), "\x00")
-		}
-		i += (n + 3) &^ 3
-	}
-	return ""
 }
 
 // NetnsAdd creates a namespace on the server.

@@ -105,15 +105,8 @@ func (s *sess) dump(body []byte) (rules []string, done rtnltest.Ack, batches int
 
 // parseDone decodes the errno and extack message of an NLMSG_DONE.
 func parseDone(m rtnl.Message) rtnltest.Ack {
-	var a rtnltest.Ack
-	if len(m.Data) < 4 {
-		return a
-	}
-	a.Errno = int(-int32(rtnltest.NE.Uint32(m.Data)))
-	if m.Header.Flags&rtnl.NLM_F_ACK_TLVS != 0 {
-		a.Msg = rtnltest.ExtackMsg(m.Data[4:])
-	}
-	return a
+	a, _ := rtnl.ParseAck(&m)
+	return rtnltest.Ack{Errno: int(a.Err.Errno), Msg: a.Err.Msg}
 }
 
 func allRules() []byte { return rtnltest.Body(rtnltest.Hdr{}) }

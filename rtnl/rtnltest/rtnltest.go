@@ -130,53 +130,32 @@ func (a Ack) String() string {
 	return s
 }
 
-// ParseAck decodes the NLMSG_ERROR message m.
+// ParseAck decodes the NLMSG_ERROR message m with rtnl.ParseAck (a
+// message of another type is read as if it were one, as before).
 func ParseAck(m rtnl.Message) Ack {
-	d := m.Data
 	a := Ack{Flags: uint16(m.Header.Flags)}
-	if len(d) < 4 {
+	if m.Header.Type != rtnl.NLMSG_DONE {
+		m.Header.Type = rtnl.NLMSG_ERROR
+	}
+	r, ok := rtnl.ParseAck(&m)
+	if !ok {
 		return a
 	}
-	a.Errno = int(-int32(ne.Uint32(d)))
-	if len(d) < 20 {
-		return a
+	a.Errno = int(r.Err.Errno)
+	a.Msg, a.Offset, a.MissType = r.Err.Msg, r.Err.Offset, uint32(r.Err.MissType)
+	if r.Err.Policy != nil {
+		a.Policy = fmt.Sprintf("%x", r.Err.Policy)
 	}
-	echo := 16
-	if a.Flags&rtnl.NLM_F_CAPPED == 0 {
-		echo = int(ne.Uint32(d[4:]))
+	if r.Type == rtnl.NLMSG_ERROR && len(m.Data) >= 20 {
+		a.EchoLen = r.EchoLen
 	}
-	a.EchoLen = echo
-	off := 4 + (echo+3)&^3
-	if a.Flags&rtnl.NLM_F_ACK_TLVS == 0 || off > len(d) {
-		return a
-	}
-	forAttrs(d[off:], func(t uint16, v []byte) {
-		switch t & 0x3fff {
-		case rtnl.NLMSGERR_ATTR_MSG:
-			a.Msg = strings.TrimRight(string(v), "\x00")
-		case rtnl.NLMSGERR_ATTR_OFFS:
-			a.Offset = ne.Uint32(v)
-		case rtnl.NLMSGERR_ATTR_MISS_TYPE:
-			a.MissType = ne.Uint32(v)
-		case rtnl.NLMSGERR_ATTR_POLICY:
-			a.Policy = fmt.Sprintf("%x", v)
-		}
-	})
 	return a
 }
 
+// forAttrs calls fn with each attribute's raw type and payload (rtnl.Attrs).
 func forAttrs(b []byte, fn func(t uint16, v []byte)) {
-	for len(b) >= 4 {
-		n := int(ne.Uint16(b))
-		if n < 4 || n > len(b) {
-			return
-		}
-		fn(ne.Uint16(b[2:]), b[4:n])
-		n = (n + 3) &^ 3
-		if n > len(b) {
-			return
-		}
-		b = b[n:]
+	for a := range rtnl.Attrs(b) {
+		fn(a.RawType(), a.Data)
 	}
 }
 
