@@ -78,6 +78,9 @@ func (ns *Namespace) changeRoute(req *Request) *rtnl.Error {
 		var ch fib.Change
 		if typ == rtnl.RTM_NEWROUTE {
 			ch, err = ns.newRoute(&c)
+			if err == nil && rm.Family == rtnl.AF_INET6 && rm.Has(rtnl.RTA_MULTIPATH) {
+				multipathAddFlags(m)
+			}
 		} else {
 			ch, err = ns.delRoute(&c)
 		}
@@ -93,6 +96,16 @@ func (ns *Namespace) changeRoute(req *Request) *rtnl.Error {
 		return &rtnl.Error{Msg: rm.Warning}
 	}
 	return nil
+}
+
+// multipathAddFlags is what ip6_route_multipath_add() does to the request
+// header once its first nexthop is in: it clears NLM_F_EXCL and
+// NLM_F_REPLACE and sets NLM_F_CREATE, for the hops after it — and the ACK
+// echoes the header so changed (measured: a multipath add with flags 0x605
+// is acknowledged with 0x405). The request's bytes may be the caller's
+// (in-process), so the change goes into a copy.
+func multipathAddFlags(m *rtnl.Message) {
+	m.RewriteFlags(uint16(m.Header.Flags)&^(rtnl.NLM_F_EXCL|rtnl.NLM_F_REPLACE) | rtnl.NLM_F_CREATE)
 }
 
 // newRoute creates the table (fib_new_table() / fib6_new_table(): even a

@@ -18,6 +18,17 @@ type Message struct {
 	Raw []byte
 }
 
+// RewriteFlags changes the message's nlmsg_flags, in its header and in a
+// copy of its bytes (which may be the sender's), as a handler that edits
+// the request's header in place does (ip6_route_multipath_add()): what an
+// ACK echoes is the header so changed.
+func (m *Message) RewriteFlags(f uint16) {
+	raw := append([]byte(nil), m.Raw...)
+	ne.PutUint16(raw[6:], f)
+	m.Raw = raw
+	m.Header.Flags = netlink.HeaderFlags(f)
+}
+
 func align4(n int) int { return (n + 3) &^ 3 }
 
 // SplitDatagram returns the messages of one datagram with the kernel's
