@@ -289,6 +289,18 @@ func (t *Tables) release(a *attrs) {
 // first use. IPv4: fib_table_insert(); IPv6: fib6_add_rt2node(). The
 // caller must hold RTNL for IPv4.
 func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
+	return t.insert(r, nlFlags, false)
+}
+
+// InsertMultipath is Insert for a route that came with RTA_MULTIPATH: IPv6
+// adds it through ip6_route_multipath_add() even when it has one hop, so
+// one notification follows the adds, starting (for an append) at the
+// sibling set's first hop rather than at the new one.
+func (t *Tables) InsertMultipath(r Route, nlFlags uint16) (Change, *rtnl.Error) {
+	return t.insert(r, nlFlags, true)
+}
+
+func (t *Tables) insert(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error) {
 	t.assertRTNL()
 	if !t.ofFamily(r.Dst) {
 		return Change{}, rtnl.Errno(syscall.EAFNOSUPPORT)
@@ -305,7 +317,7 @@ func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 	if t.family == afInet {
 		return t.insert4(r, nlFlags)
 	}
-	return t.insert6(r, nlFlags)
+	return t.insert6(r, nlFlags, mp)
 }
 
 // plainSrc canonicalizes an IPv6 source prefix: masked, and "from ::/0"

@@ -87,8 +87,8 @@ func rotate(r Route, k int) Route {
 // ip6_route_multipath_add() does, with one notification at the end, and
 // the hops already added removed again when one fails. Two equal hops in
 // the request fail before anything is added (ip6_route_info_append()).
-func (t *Tables) insert6(r Route, nlFlags uint16) (Change, *rtnl.Error) {
-	if len(r.Nexthops) <= 1 {
+func (t *Tables) insert6(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error) {
+	if len(r.Nexthops) <= 1 && !mp {
 		return t.add6(r, nlFlags, true)
 	}
 	replace := nlFlags&rtnl.NLM_F_REPLACE != 0
@@ -128,14 +128,26 @@ func (t *Tables) insert6(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 		// replace has already replaced: the rest are appended.
 		flags = rtnl.NLM_F_CREATE | rtnl.NLM_F_APPEND
 	}
+	// ip6_route_mpath_notify(): an append is announced from the sibling
+	// set's first hop (siblings are added at the end of the list), any
+	// other add from the first hop it added, the others following it
+	// around the list.
 	if e, ok := t.entryOf(done[0]); ok {
+		if nlFlags&rtnl.NLM_F_APPEND == 0 {
+			for k := range e.Nexthops {
+				if h := e.Nexthops[k]; h.Dev == done[0].Nexthops[0].Dev && h.Gateway == done[0].Nexthops[0].Gateway {
+					e = rotate(e, k)
+					break
+				}
+			}
+		}
 		c.add(rtnl.RTM_NEWROUTE, notify, e)
 	}
 	return c, nil
 }
 
-// entryOf returns the stored entry holding r's first hop, rotated to start
-// at the set's first sibling (the notification's route).
+// entryOf returns the stored entry holding r's first hop, its hops in the
+// sibling list's order.
 func (t *Tables) entryOf(r Route) (Route, bool) {
 	s := t.getLeaf(r.Table, r.Dst).slice()
 	lo, hi := group6(s, r.Src)

@@ -125,6 +125,9 @@ func (ns *Namespace) newRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
 		// notifications report the time left.
 		r.Expires = routeClock() + r.Expires*100
 	}
+	if c.Family == rtnl.AF_INET6 && c.Msg.Has(rtnl.RTA_MULTIPATH) {
+		return t.InsertMultipath(r, c.NlFlags)
+	}
 	return t.Insert(r, c.NlFlags)
 }
 
