@@ -416,17 +416,17 @@ func dumpRoutesRow(family uint8) dumpitFunc {
 // tables of one snapshot in dump order.
 func (ns *Namespace) dumpRoutes(req *Request, family uint8) Dumper {
 	m := req.Msg
-	f, err := rtnl.DecodeRouteDump(m, req.Strict)
+	// ip_valid_fib_dump_req() looks the RTA_OIF device up as it meets the
+	// attribute (ENODEV, in attribute order with the other checks), before
+	// any answer flag is set: the failed dump's NLMSG_DONE carries
+	// NLM_F_MULTI alone.
+	f, err := rtnl.DecodeRouteDumpDev(m, req.Strict, ns.hasDevice)
 	if err != nil {
 		return errDump{err}
 	}
 	d := &routeDump{seq: m.Header.Sequence, pid: req.PortID, f: f}
 	if f.Filtered {
 		d.answer = rtnl.NLM_F_DUMP_FILTERED
-	}
-	if f.OIF != 0 && !ns.hasDevice(int32(f.OIF)) {
-		d.err = rtnl.Errno(syscall.ENODEV)
-		return d
 	}
 	if req.Strict {
 		// Every message of a strict dump is filtered: it returns routes
