@@ -120,14 +120,17 @@ func (c *Config) Build(env Env) (Route, *rtnl.Error) {
 	return c.build4(env)
 }
 
+// congestionControls are the names tcp_ca_get_key_by_name() finds on the
+// reference kernel (its tcp_available_congestion_control once bbr, a
+// module, is loaded on demand): reno and cubic built in, bbr.
+var congestionControls = []string{"reno", "cubic", "bbr"}
+
 // convertMetrics is ip_fib_metrics_init() over the request's RTA_METRICS.
-// No congestion control module is known here but the kernel's built-in
-// ones (tcp_ca_get_key_by_name() with reno and cubic).
 func convertMetrics(m *rtnl.RouteMsg) (Metrics, *rtnl.Error) {
 	if !m.Has(rtnl.RTA_METRICS) {
 		return Metrics{}, nil
 	}
-	x, err := m.ConvertMetrics(func(name string) bool { return name == "reno" || name == "cubic" })
+	x, err := m.ConvertMetrics(func(name string) bool { return CCAlgoName(ccKey(name)) == name })
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -146,13 +149,12 @@ func convertMetrics(m *rtnl.RouteMsg) (Metrics, *rtnl.Error) {
 }
 
 // CCAlgoName returns the congestion control name a stored RTAX_CC_ALGO key
-// stands for.
+// stands for ("" for none).
 func CCAlgoName(key uint32) string {
-	switch key {
-	case ccKey("reno"):
-		return "reno"
-	case ccKey("cubic"):
-		return "cubic"
+	for _, n := range congestionControls {
+		if ccKey(n) == key {
+			return n
+		}
 	}
 	return ""
 }

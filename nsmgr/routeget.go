@@ -657,6 +657,12 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 func putMetrics(dst *rtnl.Metrics, src fib.Metrics) {
 	for i := 0; i < src.Len(); i++ {
 		t, v := src.At(i)
+		if int(t) == rtnl.RTAX_CC_ALGO {
+			// rtnetlink_put_metrics(): the algorithm by name.
+			dst.Set |= 1 << rtnl.RTAX_CC_ALGO
+			dst.CCAlgo = fib.CCAlgoName(v)
+			continue
+		}
 		if int(t) <= rtnl.RTAX_MAX && v != 0 {
 			dst.Put(int(t), v)
 		}
