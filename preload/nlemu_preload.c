@@ -376,14 +376,31 @@ static void dup_track(int oldfd, int newfd)
 }
 
 /* A forked child inherits the table (per-process memory) and shares the
- * sockets; make sure it does not inherit a locked mutex. */
+ * sockets; make sure it does not inherit a locked mutex.
+ *
+ * A vfork child (vfork(), posix_spawn(), Python's subprocess) shares the
+ * parent's memory and runs no atfork handler: closing or duplicating
+ * descriptors there before execve (close_fds, file actions) must not edit
+ * the table, which is the parent's — it would forget the parent's netlink
+ * sockets. table_pid is the process the table belongs to. */
+static pid_t table_pid;
 static void atfork_prepare(void) { pthread_mutex_lock(&tab_mu); }
 static void atfork_release(void) { pthread_mutex_unlock(&tab_mu); }
+static void atfork_child(void)
+{
+	table_pid = getpid();
+	pthread_mutex_unlock(&tab_mu);
+}
+
+/* in_vm_child reports whether this is a child sharing its parent's memory
+ * (vfork or clone(CLONE_VM)), whose descriptor changes leave the table be. */
+static int in_vm_child(void) { return getpid() != table_pid; }
 
 __attribute__((constructor)) static void nlemu_init(void)
 {
 	INIT();
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+	table_pid = getpid();
+	pthread_atfork(atfork_prepare, atfork_release, atfork_child);
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1667,7 +1684,7 @@ EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int 
 EXPORT int close(int fd)
 {
 	INIT();
-	if (maybe_tracked(fd)) {
+	if (maybe_tracked(fd) && !in_vm_child()) {
 		pthread_mutex_lock(&tab_mu);
 		untrack_locked(fd);
 		pthread_mutex_unlock(&tab_mu);
@@ -1683,7 +1700,8 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 		return -1;
 	}
 	int r = real_close_range(first, last, flags);
-	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&ntracked, __ATOMIC_ACQUIRE)) {
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&ntracked, __ATOMIC_ACQUIRE) &&
+	    !in_vm_child()) {
 		pthread_mutex_lock(&tab_mu);
 		for (unsigned fd = first; fd <= last && fd < (unsigned)tabcap; fd++)
 			untrack_locked((int)fd);
@@ -1695,7 +1713,7 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 EXPORT void closefrom(int lowfd)
 {
 	INIT();
-	if (__atomic_load_n(&ntracked, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&ntracked, __ATOMIC_ACQUIRE) && !in_vm_child()) {
 		pthread_mutex_lock(&tab_mu);
 		for (int fd = lowfd < 0 ? 0 : lowfd; fd < tabcap; fd++)
 			untrack_locked(fd);
@@ -1709,7 +1727,7 @@ EXPORT int dup(int oldfd)
 {
 	INIT();
 	int fd = real_dup(oldfd);
-	if (fd >= 0 && (maybe_tracked(oldfd) || maybe_tracked(fd)))
+	if (fd >= 0 && (maybe_tracked(oldfd) || maybe_tracked(fd)) && !in_vm_child())
 		dup_track(oldfd, fd);
 	return fd;
 }
@@ -1719,7 +1737,7 @@ EXPORT int dup(int oldfd)
 EXPORT int dup2(int oldfd, int newfd)
 {
 	INIT();
-	if (!maybe_tracked(oldfd) && !maybe_tracked(newfd))
+	if ((!maybe_tracked(oldfd) && !maybe_tracked(newfd)) || in_vm_child())
 		return real_dup2(oldfd, newfd);
 	pthread_mutex_lock(&tab_mu);
 	int fd = real_dup2(oldfd, newfd);
@@ -1737,7 +1755,7 @@ EXPORT int dup2(int oldfd, int newfd)
 EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	INIT();
-	if (!maybe_tracked(oldfd) && !maybe_tracked(newfd))
+	if ((!maybe_tracked(oldfd) && !maybe_tracked(newfd)) || in_vm_child())
 		return real_dup3(oldfd, newfd, flags);
 	pthread_mutex_lock(&tab_mu);
 	int fd = real_dup3(oldfd, newfd, flags);
@@ -1756,7 +1774,7 @@ static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
 	int r = real(fd, cmd, arg);
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 &&
-	    (maybe_tracked(fd) || maybe_tracked(r)))
+	    (maybe_tracked(fd) || maybe_tracked(r)) && !in_vm_child())
 		dup_track(fd, r);
 	return r;
 }
