@@ -56,7 +56,7 @@ func cip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 // via 2001:db8::2.
 func rs4(t *testing.T) (*FIB, *FIB) {
 	t.Helper()
-	cfg := &rulesops.Config{RTNL: &rtnl.RTNL{}}
+	cfg := &rtnl.LockConfig{RTNL: &rtnl.RTNL{}}
 	v4, v6 := NewIPv4(), NewIPv6()
 	f4 := NewFIB(v4, rulesops.NewOps(rtnl.AF_INET, rulesops.Env{Config: cfg, Tables: v4}))
 	f6 := NewFIB(v6, rulesops.NewOps(rtnl.AF_INET6, rulesops.Env{Config: cfg, Tables: v6}))

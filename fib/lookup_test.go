@@ -26,7 +26,7 @@ func lkNewFIB(t testing.TB, fam uint8) (*FIB, *Tables, *rulesops.Ops) {
 	if fam == rtnl.AF_INET6 {
 		tables = NewIPv6()
 	}
-	ops := rulesops.NewOps(fam, rulesops.Env{Config: &rulesops.Config{RTNL: &rtnl.RTNL{}}, Tables: tables, Devices: lkDevsRS6})
+	ops := rulesops.NewOps(fam, rulesops.Env{Config: &rtnl.LockConfig{RTNL: &rtnl.RTNL{}}, Tables: tables, Devices: lkDevsRS6})
 	return NewFIB(tables, ops), tables, ops
 }
 

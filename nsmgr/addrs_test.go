@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 // nla builds one attribute.
@@ -35,7 +34,7 @@ func cstr(s string) []byte { return append([]byte(s), 0) }
 // all up, and DAD completing at once.
 func addrNS(t testing.TB) (*Namespace, *recorder) {
 	t.Helper()
-	m := NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+	m := NewManager(&rtnl.LockConfig{RTNL: &rtnl.RTNL{}})
 	if err := m.Add("t"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/nlemu/nlemu/nsmgr"
 	"github.com/nlemu/nlemu/rtnl"
 	T "github.com/nlemu/nlemu/rtnl/rtnltest"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 // sink is the requester in benchmarks: it drops echo copies.
@@ -17,7 +16,7 @@ type sink struct{}
 func (sink) Deliver([]byte) {}
 
 func newNS(b *testing.B) *nsmgr.Namespace {
-	m := nsmgr.NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+	m := nsmgr.NewManager(&rtnl.LockConfig{RTNL: &rtnl.RTNL{}})
 	if err := m.Add("bench"); err != nil {
 		b.Fatal(err)
 	}
@@ -153,7 +152,7 @@ func BenchmarkMemorySeedScale(b *testing.B) {
 		runtime.GC()
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		m := nsmgr.NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+		m := nsmgr.NewManager(&rtnl.LockConfig{RTNL: &rtnl.RTNL{}})
 		reqs := map[uint8][][]byte{}
 		for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
 			for t := 1; t <= 1024; t++ {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 // lnla appends one attribute.
@@ -51,7 +50,7 @@ const createFlags = rtnl.NLM_F_REQUEST | rtnl.NLM_F_ACK | rtnl.NLM_F_EXCL | rtnl
 
 func newTestNS(t *testing.T) *Namespace {
 	t.Helper()
-	m := NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+	m := NewManager(&rtnl.LockConfig{RTNL: &rtnl.RTNL{}})
 	if err := m.Add("t"); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +261,7 @@ func (r *heldRecorder) Deliver([]byte) { r.held = append(r.held, r.lock.Held()) 
 // kernel's notifier chain runs under it. Each request takes RTNL once.
 func TestLinkChangesHoldRTNL(t *testing.T) {
 	lock := &rtnl.RTNL{}
-	m := NewManager(&rulesops.Config{RTNL: lock})
+	m := NewManager(&rtnl.LockConfig{RTNL: lock})
 	if err := m.Add("t"); err != nil {
 		t.Fatal(err)
 	}

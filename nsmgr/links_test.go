@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/netdev"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 // kernelCapture is one message of testdata/lo-kernel-6.18.txt.
@@ -159,7 +158,7 @@ func summarize(t *testing.T, dgs [][]byte) []msgSummary {
 // in the header, ifi_change the bits that changed, nothing for a request
 // that changes nothing.
 func TestSetLoUpNotifies(t *testing.T) {
-	m := NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+	m := NewManager(&rtnl.LockConfig{RTNL: &rtnl.RTNL{}})
 	if err := m.Add("t"); err != nil {
 		t.Fatal(err)
 	}

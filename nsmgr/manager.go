@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nlemu/nlemu/rulesops"
+	"github.com/nlemu/nlemu/rtnl"
 )
 
 // DefaultName is the namespace that always exists.
@@ -25,13 +25,13 @@ var (
 // from the registry: sockets that hold it keep using it until they close,
 // as with `ip netns del`.
 type Manager struct {
-	cfg *rulesops.Config
+	cfg *rtnl.LockConfig
 	mu  sync.RWMutex
 	ns  map[string]*Namespace // guarded by mu
 }
 
 // NewManager returns a registry holding the default namespace.
-func NewManager(cfg *rulesops.Config) *Manager {
+func NewManager(cfg *rtnl.LockConfig) *Manager {
 	m := &Manager{cfg: cfg, ns: map[string]*Namespace{}}
 	m.ns[DefaultName] = newNamespace(DefaultName, cfg)
 	return m

@@ -47,7 +47,7 @@ func deliverGroup(l Listener, b []byte, group uint32) {
 // Namespace is one emulated network namespace.
 type Namespace struct {
 	name  string
-	cfg   *rulesops.Config // the server's RTNL and its mode
+	cfg   *rtnl.LockConfig // the server's RTNL and its mode
 	rules []*rulesops.Ops  // AF_UNSPEC dump order: 2, 128, 129, 10
 	v4    *fib.Tables
 	v6    *fib.Tables
@@ -62,7 +62,7 @@ type Namespace struct {
 	nsubs atomic.Int32
 }
 
-func newNamespace(name string, cfg *rulesops.Config) *Namespace {
+func newNamespace(name string, cfg *rtnl.LockConfig) *Namespace {
 	ns := &Namespace{name: name, cfg: cfg, v4: fib.NewIPv4(), v6: fib.NewIPv6(), devs: netdev.New(), addr: newAddrState(), subs: map[Listener]uint64{}}
 	for _, id := range rulesops.Families() {
 		env := rulesops.Env{Config: cfg, Devices: ns.devs}

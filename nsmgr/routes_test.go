@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/netdev"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 // recorder is a Listener that keeps every datagram it is given.
@@ -42,7 +41,7 @@ func (r *routeRecorder) msgs() []rtnl.Message {
 // test adds).
 func routeTestNS(t testing.TB) *Namespace {
 	t.Helper()
-	cfg := &rulesops.Config{RTNL: &rtnl.RTNL{}}
+	cfg := &rtnl.LockConfig{RTNL: &rtnl.RTNL{}}
 	ns := newNamespace("t", cfg)
 	if _, ok := ns.devs.ChangeFlags(netdev.LoopbackIndex, netdev.IFF_UP); !ok {
 		t.Fatal("lo up failed")

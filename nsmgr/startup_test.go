@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 // Request types, spelled out so that the test builds against any tree.
@@ -22,7 +21,7 @@ const (
 // startupNS returns a fresh namespace, as `ip netns add` makes one.
 func startupNS(t *testing.T) *Namespace {
 	t.Helper()
-	m := NewManager(&rulesops.Config{RTNL: &rtnl.RTNL{}})
+	m := NewManager(&rtnl.LockConfig{RTNL: &rtnl.RTNL{}})
 	if err := m.Add("t"); err != nil {
 		t.Fatal(err)
 	}

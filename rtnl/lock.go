@@ -54,6 +54,15 @@ func (l *RTNL) Stats() LockStats {
 	}
 }
 
+// LockConfig is shared by every namespace of a server: the global RTNL lock
+// and the policy for taking it on rule changes (the seed's design or the
+// old one). Route, link and address handlers take RTNL as the kernel's do,
+// whatever the mode.
+type LockConfig struct {
+	RTNL *RTNL
+	Mode Mode
+}
+
 // Mode is the RTNL policy for rule changes.
 type Mode uint8
 

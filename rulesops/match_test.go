@@ -18,7 +18,7 @@ func (d devs) IndexByName(name []byte) int32 { return d[string(name)] }
 
 func newTestOps(t testing.TB, fam uint8) *Ops {
 	t.Helper()
-	return NewOps(fam, Env{Config: &Config{RTNL: &rtnl.RTNL{}}, Devices: devs{"lo": 1, "v0": 3}})
+	return NewOps(fam, Env{Config: &rtnl.LockConfig{RTNL: &rtnl.RTNL{}}, Devices: devs{"lo": 1, "v0": 3}})
 }
 
 // addRule adds the rule of body (a fib_rule_hdr and attributes) or fails.

@@ -28,18 +28,11 @@ type Devices interface {
 	IndexByName(name []byte) int32
 }
 
-// Config is shared by every namespace of a server: the global RTNL lock and
-// the policy for taking it.
-type Config struct {
-	RTNL *rtnl.RTNL
-	Mode rtnl.Mode
-}
-
 // Env is what one Ops reaches outside its rule list.
 type Env struct {
-	Config  *Config
-	Tables  Tables  // the family's tables; nil for the mroute families
-	Devices Devices // may be nil: no device exists
+	Config  *rtnl.LockConfig // the server's RTNL and when rule changes take it
+	Tables  Tables           // the family's tables; nil for the mroute families
+	Devices Devices          // may be nil: no device exists
 }
 
 // Ops is one rule family of one namespace: struct fib_rules_ops. Writers

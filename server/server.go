@@ -17,7 +17,6 @@ import (
 
 	"github.com/nlemu/nlemu/nsmgr"
 	"github.com/nlemu/nlemu/rtnl"
-	"github.com/nlemu/nlemu/rulesops"
 )
 
 var ne = binary.NativeEndian
@@ -40,7 +39,7 @@ type Config struct {
 // client, in-process or over Unix sockets.
 type Server struct {
 	rtnlLock rtnl.RTNL
-	rcfg     rulesops.Config
+	rcfg     rtnl.LockConfig
 	cfg      Config
 	nsm      *nsmgr.Manager
 
@@ -58,7 +57,7 @@ type Server struct {
 // New returns a server with one namespace, "default".
 func New(cfg Config) *Server {
 	s := &Server{ports: map[uint32]bool{}, rover: 0xFFFFF000, conns: map[*conn]struct{}{}, cfg: cfg}
-	s.rcfg = rulesops.Config{RTNL: &s.rtnlLock, Mode: cfg.RTNL}
+	s.rcfg = rtnl.LockConfig{RTNL: &s.rtnlLock, Mode: cfg.RTNL}
 	s.nsm = nsmgr.NewManager(&s.rcfg)
 	return s
 }
