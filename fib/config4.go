@@ -51,31 +51,20 @@ func parse4(m *rtnl.RouteMsg, nlFlags uint16) (Config, *rtnl.Error) {
 	// The attribute loop: RTA_VIA is converted as it is met
 	// (fib_gw_from_via()); a 0.0.0.0 RTA_GATEWAY is no gateway.
 	hasGw, hasVia := m.Has(rtnl.RTA_GATEWAY), m.Has(rtnl.RTA_VIA)
-	// The attributes that can fail inside the loop fail in message order:
-	// RTA_VIA (fib_gw_from_via()), RTA_MULTIPATH's encapsulations and
-	// RTA_ENCAP_TYPE (lwtunnel_valid_encap_type[_attr]()).
-	var (
-		loopErr *rtnl.Error
-		loopOff uint32
-	)
-	fail := func(t int, err *rtnl.Error) {
-		if err != nil && (loopErr == nil || m.Off(t) < loopOff) {
-			loopErr, loopOff = err, m.Off(t)
-		}
+	// The attributes that can fail inside the loop fail in message order,
+	// each occurrence checked: RTA_VIA (fib_gw_from_via()), RTA_MULTIPATH's
+	// encapsulations and RTA_ENCAP_TYPE (lwtunnel_valid_encap_type[_attr]());
+	// a bad RTA_VIA fails even when a later one is good.
+	if err := m.CheckAttrLoop4(); err != nil {
+		return c, err
 	}
 	if hasVia {
+		// The last RTA_VIA is the gateway (each one overwrites it).
 		gw, err := gwFromVia(m.Len(rtnl.RTA_VIA), m.ViaFamily, m.ViaAddr)
-		fail(rtnl.RTA_VIA, err)
+		if err != nil {
+			return c, err
+		}
 		c.Gateway = gw
-	}
-	if m.Has(rtnl.RTA_MULTIPATH) {
-		fail(rtnl.RTA_MULTIPATH, rtnl.ValidMultipathEncap(m.Multipath))
-	}
-	if m.Has(rtnl.RTA_ENCAP_TYPE) {
-		fail(rtnl.RTA_ENCAP_TYPE, rtnl.ValidEncapType(m.EncapType))
-	}
-	if loopErr != nil {
-		return c, loopErr
 	}
 	if hasGw && !m.Gateway.IsUnspecified() {
 		c.Gateway = m.Gateway
