@@ -28,8 +28,10 @@ var fibProps = [rtnl.RTN_MAX + 1]struct {
 	rtnl.RTN_XRESOLVE:    {rtnl.RT_SCOPE_NOWHERE, syscall.EINVAL},
 }
 
-// TypeError returns the error a lookup hitting an IPv4 route of type typ
-// returns (fib_props[typ].error), 0 for the forwarding types.
+// TypeError returns the error a lookup hitting a route of type typ returns:
+// fib_props[typ].error for IPv4, the same as the dst.error of an IPv6
+// reject route (ip6_route_info_create()); EAGAIN for throw, 0 for the
+// forwarding types.
 func TypeError(typ uint8) syscall.Errno {
 	if int(typ) < len(fibProps) {
 		return fibProps[typ].err

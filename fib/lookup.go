@@ -298,24 +298,6 @@ func (f *FIB) suppressed(h *rulesops.Hit, res *Result) bool {
 	return false
 }
 
-// typeErr is fib_props[type].error (IPv4) and the dst.error of an IPv6
-// reject route (ip6_route_info_create()): EAGAIN for throw.
-func typeErr(typ uint8) syscall.Errno {
-	switch typ {
-	case rtnl.RTN_UNREACHABLE:
-		return syscall.EHOSTUNREACH
-	case rtnl.RTN_BLACKHOLE:
-		return syscall.EINVAL
-	case rtnl.RTN_PROHIBIT:
-		return syscall.EACCES
-	case rtnl.RTN_THROW:
-		return syscall.EAGAIN
-	case rtnl.RTN_NAT, rtnl.RTN_XRESOLVE:
-		return syscall.EINVAL
-	}
-	return 0
-}
-
 // nhUsable is fib_lookup_good_nhc(): a dead nexthop never serves; nor one
 // through another device than the flow's oif. Linkdown nexthops still
 // serve: ignore_routes_with_linkdown is 0, its default, and nlemu has no
@@ -343,7 +325,7 @@ func choose4(es Entries, k *flow.Key, res *Result) (err syscall.Errno, ok bool) 
 		if e.Scope < k.Scope {
 			continue
 		}
-		if err := typeErr(e.Type); err != 0 {
+		if err := TypeError(e.Type); err != 0 {
 			res.NH = -1
 			return err, true
 		}
@@ -437,7 +419,7 @@ func choose6(es Entries, k *flow.Key, oif int32, strict bool) (i, nh int, err sy
 			}
 		}
 		if best >= 0 {
-			return best, bestNH, typeErr(bestType), true
+			return best, bestNH, TypeError(bestType), true
 		}
 		g = end
 	}

@@ -246,7 +246,7 @@ func (ns *Namespace) routeGet4(q *rtnl.RouteMsg, reply *rtnl.RouteMsg, uid uint3
 	}
 	if q.Flags&rtnl.RTM_F_FIB_MATCH != 0 {
 		if !o.hasFIB {
-			if e := typeErrno(o.typ); e != 0 {
+			if e := fib.TypeError(o.typ); e != 0 {
 				return rtnl.Errno(e)
 			}
 			return rtnl.Errno(syscall.EHOSTUNREACH)
@@ -275,18 +275,6 @@ type out4 struct {
 	gw     netip.Addr
 	flags  uint32 // RTCF_*
 	err    syscall.Errno
-}
-
-func typeErrno(t uint8) syscall.Errno {
-	switch t {
-	case rtnl.RTN_UNREACHABLE:
-		return syscall.EHOSTUNREACH
-	case rtnl.RTN_PROHIBIT:
-		return syscall.EACCES
-	case rtnl.RTN_BLACKHOLE, rtnl.RTN_NAT, rtnl.RTN_XRESOLVE:
-		return syscall.EINVAL
-	}
-	return 0
 }
 
 // output4 is ip_route_output_key_hash_rcu() for a route-get flow.
