@@ -657,84 +657,13 @@ func putMetrics(dst *rtnl.Metrics, src fib.Metrics) {
 	}
 }
 
-// fillFIBRoute fills m with route r in dump format: fib_dump_info() for
-// IPv4, rt6_fill_node() without a dst for IPv6 (the fibmatch replies).
+// fillFIBRoute fills m with route r in dump format (fib_dump_info() for
+// IPv4, rt6_fill_node() without a dst for IPv6: the fibmatch replies), with
+// the table the lookup answered from (a local route while local and main
+// are merged reports main).
 func fillFIBRoute(m *rtnl.RouteMsg, r *fib.Route, table uint32) {
-	*m = rtnl.RouteMsg{Family: r.Family, DstLen: uint8(r.Dst.Bits()), Tos: r.Tos,
-		Protocol: r.Protocol, Scope: r.Scope, Type: r.Type, Flags: r.Flags}
+	fillRoute(m, r)
 	m.SetTable(table)
-	if r.Dst.Bits() > 0 {
-		m.Dst = r.Dst.Addr()
-		m.Set(rtnl.RTA_DST)
-	}
-	if r.Family == rtnl.AF_INET6 {
-		m.Scope = rtnl.RT_SCOPE_UNIVERSE
-		if r.Src.IsValid() && r.Src.Bits() > 0 {
-			m.SrcLen = uint8(r.Src.Bits())
-			m.Src = r.Src.Addr()
-			m.Set(rtnl.RTA_SRC)
-		}
-	}
-	if r.Priority != 0 || r.Family == rtnl.AF_INET6 {
-		m.Priority = r.Priority
-		m.Set(rtnl.RTA_PRIORITY)
-	}
-	if r.Metrics.Len() > 0 {
-		putMetrics(&m.Metrics, r.Metrics)
-		m.Set(rtnl.RTA_METRICS)
-	}
-	if r.Prefsrc.IsValid() {
-		m.PrefSrc = r.Prefsrc
-		m.Set(rtnl.RTA_PREFSRC)
-	}
-	switch {
-	case len(r.Nexthops) == 1:
-		nh := &r.Nexthops[0]
-		if nh.Gateway.IsValid() {
-			if nh.Gateway.Is4() == (r.Family == rtnl.AF_INET) {
-				m.Gateway = nh.Gateway
-				m.Set(rtnl.RTA_GATEWAY)
-			} else {
-				m.ViaFamily, m.ViaAddr = rtnl.AF_INET6, nh.Gateway
-				m.Set(rtnl.RTA_VIA)
-			}
-		}
-		if nh.Dev != 0 {
-			m.OIF = uint32(nh.Dev)
-			m.Set(rtnl.RTA_OIF)
-		}
-		m.Flags |= uint32(nh.Flags)
-		if nh.Realm != 0 {
-			m.Flow = nh.Realm
-			m.Set(rtnl.RTA_FLOW)
-		}
-	case len(r.Nexthops) > 1:
-		for i := range r.Nexthops {
-			nh := &r.Nexthops[i]
-			h := rtnl.Nexthop{Flags: nh.Flags, Hops: uint8(max(nh.Weight, 1) - 1), IfIndex: nh.Dev}
-			if nh.Gateway.IsValid() {
-				if nh.Gateway.Is4() == (r.Family == rtnl.AF_INET) {
-					h.Gateway = nh.Gateway
-					h.Set(rtnl.RTA_GATEWAY)
-				} else {
-					h.ViaFamily, h.ViaAddr = rtnl.AF_INET6, nh.Gateway
-					h.Set(rtnl.RTA_VIA)
-				}
-			}
-			if nh.Realm != 0 {
-				h.Flow = nh.Realm
-				h.Set(rtnl.RTA_FLOW)
-			}
-			m.Multipath = append(m.Multipath, h)
-		}
-		m.Set(rtnl.RTA_MULTIPATH)
-	}
-	if r.Family == rtnl.AF_INET6 {
-		m.CacheInfo = rtnl.CacheInfo{Expires: int32(r.Expires)}
-		m.Set(rtnl.RTA_CACHEINFO)
-		m.Pref = r.Pref
-		m.Set(rtnl.RTA_PREF)
-	}
 }
 
 // routeGet6 is inet6_rtm_getroute() after the request checks.
