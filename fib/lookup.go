@@ -97,93 +97,150 @@ func (f *FIB) group(dev int32) uint32 {
 // IPv4 keys carry the flow's scope (flow.Key.Scope); the multipath choice is
 // left to SelectPath, as fib_select_path() follows fib_lookup() in the
 // kernel.
+//
+// Cost: no lock, no allocation, no write to shared memory (seed 001), no
+// interface or function-value call per rule (seed 002); the stored entry
+// is copied once, into the returned Result (BenchmarkLookup*).
 func (f *FIB) Lookup(k flow.Key) (Result, syscall.Errno) {
+	var h hit
+	err := f.lookup(&k, &h)
+	return h.result(), err
+}
+
+// lookup is Lookup into a hit.
+func (f *FIB) lookup(k *flow.Key, h *hit) syscall.Errno {
 	// The custom-rules flag is read before the tables: the first custom
 	// rule publishes the unmerged tables before it sets the flag.
 	custom := f.rules.HasCustomRules()
 	snap := f.tables.Snapshot()
 	if !custom {
 		if f.v6 {
-			return f.lookupNoRules6(&snap, &k)
+			return f.lookupNoRules6(&snap, k, h)
 		}
-		return f.lookupNoRules4(&snap, &k)
+		return lookupNoRules4(&snap, k, h)
 	}
-	return f.walk(&snap, &k)
+	return f.walk(&snap, k, h)
+}
+
+// hit is a lookup's answer before it becomes a Result: the stored entry by
+// pointer, so that the Route (160 bytes) is copied once, into the caller's
+// Result, instead of once per step of the lookup.
+type hit struct {
+	a       *attrs // nil: no entry
+	dst     netip.Prefix
+	table   uint32
+	nh      int
+	rule    uint32
+	ruleSet bool
+}
+
+// noHit is the answer carrying no entry.
+var noHit = hit{nh: -1}
+
+func (h *hit) result() Result {
+	r := Result{Table: h.table, NH: h.nh, Rule: h.rule, RuleSet: h.ruleSet}
+	if h.a != nil {
+		r.Route = h.a.r
+		r.Route.Dst = h.dst
+	}
+	return r
+}
+
+// fill writes the hit into *r (LookupBatch: straight into the caller's
+// slice).
+func (h *hit) fill(r *Result) {
+	r.Table, r.NH, r.Rule, r.RuleSet = h.table, h.nh, h.rule, h.ruleSet
+	if h.a != nil {
+		r.Route = h.a.r
+		r.Route.Dst = h.dst
+	} else {
+		r.Route = Route{}
+	}
 }
 
 // lookupNoRules4 is fib_lookup()'s no-custom-rules branch: main (which holds
 // the local routes while merged), then on any failure the default table if
 // it exists, whose outcome replaces main's — even an unreachable route in
 // main gives way to "no route" from an existing default (RULES-SPEC §7.1).
-func (f *FIB) lookupNoRules4(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
-	res, err := Result{NH: -1}, syscall.ENETUNREACH
+func lookupNoRules4(snap *Snapshot, k *flow.Key, h *hit) syscall.Errno {
+	*h = noHit
+	err := syscall.ENETUNREACH
 	if v, ok := snap.MergedMain(); ok {
-		res, err = lookupView(v, k, false)
+		err = lookupView(&v, k, false, h)
 	}
 	if err != 0 {
 		// Only an existing default table replaces main's answer: in a
 		// namespace without one, main's unreachable route stands
 		// (EHOSTUNREACH, ROUTES-SPEC E11).
 		if v, ok := snap.Table(rtnl.RT_TABLE_DEFAULT); ok {
-			res, err = lookupView(v, k, false)
+			*h = noHit
+			err = lookupView(&v, k, false, h)
 		}
 	}
 	if err == syscall.EAGAIN {
 		err = syscall.ENETUNREACH
 	}
-	return res, err
+	return err
 }
 
 // lookupNoRules6 is fib6_rule_lookup() without custom rules: local, then
 // main unless local answered with something other than a throw; the rule
 // list is not consulted at all, which is why deleting the IPv6 local rule
 // changes nothing until a rule is added (RULES-SPEC §7.1, A19).
-func (f *FIB) lookupNoRules6(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
-	res, err := f.lookupIn(snap, rtnl.RT_TABLE_LOCAL, k)
+func (f *FIB) lookupNoRules6(snap *Snapshot, k *flow.Key, h *hit) syscall.Errno {
+	*h = noHit
+	err := f.lookupIn(snap, rtnl.RT_TABLE_LOCAL, k, h)
 	if err == syscall.EAGAIN {
-		res, err = f.lookupIn(snap, rtnl.RT_TABLE_MAIN, k)
+		*h = noHit
+		err = f.lookupIn(snap, rtnl.RT_TABLE_MAIN, k, h)
 	}
 	if err == syscall.EAGAIN {
-		return Result{NH: -1}, syscall.ENETUNREACH
+		*h = noHit
+		return syscall.ENETUNREACH
 	}
-	return res, err
+	return err
 }
 
 // walk is fib_rules_lookup() with the family's action and suppress steps
 // (fib4_rule_action() / fib4_rule_suppress(), fib6_rule_action() /
-// fib6_rule_suppress()): a switch on the action, no callback per rule.
-func (f *FIB) walk(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
-	rs := f.rules.Snapshot()
+// fib6_rule_suppress()): a switch on the action, no callback per rule. The
+// flow is unpacked for the rule matcher once for the whole walk.
+func (f *FIB) walk(snap *Snapshot, k *flow.Key, h *hit) syscall.Errno {
+	m := f.rules.Snapshot().Matcher(k)
 	p := rulesops.Pos{}
 	for {
-		h, ok := rs.Match(p, k)
+		r, ok := m.Next(p)
 		if !ok {
 			// -ESRCH from the walk: __fib_lookup() turns it into
 			// ENETUNREACH; IPv6 returns the null entry, whose error is
 			// the same.
-			return Result{NH: -1}, syscall.ENETUNREACH
+			*h = noHit
+			return syscall.ENETUNREACH
 		}
-		p = h.Next()
-		switch h.Action {
+		p = r.Next()
+		switch r.Action {
 		case rtnl.FR_ACT_GOTO:
 			// An unresolved goto is a rule that did not match; a
 			// resolved one continues at its target, whose own
 			// selectors are evaluated again (RULES-SPEC §7.2, A17, A20).
-			if h.Resolved {
-				p = h.Goto
+			if r.Resolved {
+				p = r.Goto
 			}
 			continue
 		case rtnl.FR_ACT_NOP:
 			continue
 		case rtnl.FR_ACT_TO_TBL:
 		case rtnl.FR_ACT_UNREACHABLE:
-			return Result{NH: -1, Rule: h.Pref, RuleSet: true}, syscall.ENETUNREACH
+			*h = hit{nh: -1, rule: r.Pref, ruleSet: true}
+			return syscall.ENETUNREACH
 		case rtnl.FR_ACT_PROHIBIT:
-			return Result{NH: -1, Rule: h.Pref, RuleSet: true}, syscall.EACCES
+			*h = hit{nh: -1, rule: r.Pref, ruleSet: true}
+			return syscall.EACCES
 		default: // FR_ACT_BLACKHOLE and every other value
-			return Result{NH: -1, Rule: h.Pref, RuleSet: true}, syscall.EINVAL
+			*h = hit{nh: -1, rule: r.Pref, ruleSet: true}
+			return syscall.EINVAL
 		}
-		if h.FindSaddr {
+		if r.FindSaddr {
 			// fib6_rule_saddr() would select a source address through
 			// the result's device; no request nlemu answers sets
 			// FIB_RULE_FIND_SADDR on a flow without a source, and the
@@ -191,18 +248,19 @@ func (f *FIB) walk(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
 			// as the kernel's does when no source fits.
 			continue
 		}
-		table := h.Table
+		table := r.Table
 		if table == 0 {
 			// fib_get_table() / fib6_get_table(): id 0 is main.
 			table = rtnl.RT_TABLE_MAIN
 		}
-		res, err := f.lookupIn(snap, table, k)
-		if err == 0 && f.suppressed(&h, &res) {
+		*h = noHit
+		err := f.lookupIn(snap, table, k, h)
+		if err == 0 && f.suppressed(&r, h) {
 			continue
 		}
 		if err != syscall.EAGAIN {
-			res.Rule, res.RuleSet = h.Pref, true
-			return res, err
+			h.rule, h.ruleSet = r.Pref, true
+			return err
 		}
 	}
 }
@@ -212,86 +270,114 @@ func (f *FIB) walk(snap *Snapshot, k *flow.Key) (Result, syscall.Errno) {
 // has no answer, the route's error for a reject route, EAGAIN for a throw
 // route. The gateway checks of route changes use it.
 func (f *FIB) LookupTable(id uint32, k flow.Key) (Result, syscall.Errno) {
-	snap := f.tables.Snapshot()
-	return f.lookupIn(&snap, id, &k)
+	return f.lookupTable(id, &k)
 }
 
 // lookupTable is LookupTable with the key by pointer.
 func (f *FIB) lookupTable(id uint32, k *flow.Key) (Result, syscall.Errno) {
 	snap := f.tables.Snapshot()
-	return f.lookupIn(&snap, id, k)
+	h := noHit
+	err := f.lookupIn(&snap, id, k, &h)
+	return h.result(), err
 }
 
-// lookupIn is LookupTable in a given snapshot.
-func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key) (Result, syscall.Errno) {
+// lookupIn is LookupTable in a given snapshot, into h (which the caller
+// reset).
+func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.Errno {
 	v, ok := snap.Table(id)
 	if !ok {
-		return Result{NH: -1}, syscall.EAGAIN
+		return syscall.EAGAIN
 	}
-	return lookupView(v, k, f.v6)
+	return lookupView(&v, k, f.v6, h)
+}
+
+// lpm returns the entries of the longest prefix of v containing addr: one
+// bart longest-prefix match per storage part (the small part skipped when
+// empty), the merged main/local views through their table-id filter.
+func (v *View) lpm(addr netip.Addr) (Entries, bool) {
+	s := v.bt
+	if s == nil || !addr.IsValid() {
+		return Entries{}, false
+	}
+	if !v.all {
+		return v.Lookup(addr)
+	}
+	q := netip.PrefixFrom(addr, addr.BitLen())
+	var p netip.Prefix
+	var l leaf
+	found := false
+	if s.big != nil {
+		p, l, found = s.big.LookupPrefixLPM(q)
+	}
+	if s.small != nil && s.small.Size() > 0 {
+		if p2, l2, ok := s.small.LookupPrefixLPM(q); ok && (!found || p2.Bits() > p.Bits()) {
+			p, l, found = p2, l2, true
+		}
+	}
+	if !found {
+		return Entries{}, false
+	}
+	return Entries{dst: p, l: l, hi: l.len()}, true
 }
 
 // lookupView looks the flow up in one table: the longest prefix first,
 // then shorter ones while no entry of the longer one answers (the trie's
-// backtracking in fib_table_lookup(), fib6_backtrack() for IPv6).
-func lookupView(v View, k *flow.Key, v6 bool) (Result, syscall.Errno) {
-	e, ok := v.Lookup(k.Dst)
+// backtracking in fib_table_lookup(), fib6_backtrack() for IPv6). h is
+// written only when an entry answers.
+func lookupView(v *View, k *flow.Key, v6 bool, h *hit) syscall.Errno {
+	e, ok := v.lpm(k.Dst)
 	if !ok {
-		return Result{NH: -1}, syscall.EAGAIN
+		return syscall.EAGAIN
 	}
 	var oif int32
 	strict := false
 	if v6 {
 		oif, strict = rt6Oif(k)
 	}
-	if res, err, ok := choose(e, k, v6, oif, strict); ok {
-		res.Table = v.ID()
-		return res, err
+	if err, ok := choose(&e, k, v6, oif, strict, h); ok {
+		h.table = v.id
+		return err
 	}
 	// Rare: no entry of the longest prefix fits; walk the shorter ones.
-	first := e.Prefix().Bits()
+	first := e.dst.Bits()
 	for e := range v.Supernets(netip.PrefixFrom(k.Dst, k.Dst.BitLen())) {
-		if e.Prefix().Bits() >= first {
+		if e.dst.Bits() >= first {
 			continue
 		}
-		if res, err, ok := choose(e, k, v6, oif, strict); ok {
-			res.Table = v.ID()
-			return res, err
+		if err, ok := choose(&e, k, v6, oif, strict, h); ok {
+			h.table = v.id
+			return err
 		}
 	}
-	return Result{NH: -1}, syscall.EAGAIN
+	return syscall.EAGAIN
 }
 
-func choose(e Entries, k *flow.Key, v6 bool, oif int32, strict bool) (Result, syscall.Errno, bool) {
+func choose(e *Entries, k *flow.Key, v6 bool, oif int32, strict bool, h *hit) (syscall.Errno, bool) {
 	if v6 {
-		i, nh, err, ok := choose6(e, k, oif, strict)
-		if !ok {
-			return Result{}, 0, false
-		}
-		return Result{Route: e.At(i), NH: nh}, err, true
+		return choose6(e, k, oif, strict, h)
 	}
-	// choose4 hands back the entry it already copied out.
-	res := Result{NH: -1}
-	err, ok := choose4(e, k, &res)
-	return res, err, ok
+	return choose4(e, k, h)
 }
 
 // suppressed is fib4_rule_suppress() / fib6_rule_suppress(): a result whose
 // prefix is no longer than suppress_prefixlength, or whose (first) nexthop
 // device is in the suppress_ifgroup group, is dropped and the walk goes on.
-func (f *FIB) suppressed(h *rulesops.Hit, res *Result) bool {
-	if int32(res.Route.Dst.Bits()) <= h.SuppressPrefixlen {
+// The device group (an interface call) is asked only for a rule with
+// suppress_ifgroup.
+func (f *FIB) suppressed(r *rulesops.Hit, h *hit) bool {
+	if int32(h.dst.Bits()) <= r.SuppressPrefixlen {
 		return true
 	}
-	if h.SuppressIfgroup != -1 && len(res.Route.Nexthops) > 0 {
+	if r.SuppressIfgroup != -1 && h.a != nil && len(h.a.r.Nexthops) > 0 {
 		// fib4_rule_suppress() looks at fib_info_nhc(fi, 0); IPv6 at
 		// the rt6_info's device (the chosen sibling; the same device
 		// for the single-hop routes most tables hold).
-		dev := res.Route.Nexthops[0].Dev
-		if f.v6 && res.NH >= 0 {
-			dev = res.Route.Nexthops[res.NH].Dev
+		hops := h.a.r.Nexthops
+		dev := hops[0].Dev
+		if f.v6 && h.nh >= 0 {
+			dev = hops[h.nh].Dev
 		}
-		if dev != 0 && f.group(dev) == uint32(h.SuppressIfgroup) {
+		if dev != 0 && f.group(dev) == uint32(r.SuppressIfgroup) {
 			return true
 		}
 	}
@@ -315,10 +401,10 @@ func nhUsable(nh *Nexthop, oif int32) bool {
 // least the flow's, and that has a usable nexthop wins; a reject or throw
 // entry answers with its error as soon as it qualifies by tos and scope.
 // ok is false when no entry of this prefix answers (backtrack).
-func choose4(es Entries, k *flow.Key, res *Result) (err syscall.Errno, ok bool) {
-	for i := range es.Len() {
-		res.Route = es.At(i)
-		e := &res.Route
+func choose4(es *Entries, k *flow.Key, h *hit) (err syscall.Errno, ok bool) {
+	for i := es.lo; i < es.hi; i++ {
+		a := es.l.at(i)
+		e := &a.r
 		if e.Tos != 0 && e.Tos != k.TOS&0x1C {
 			continue
 		}
@@ -326,16 +412,16 @@ func choose4(es Entries, k *flow.Key, res *Result) (err syscall.Errno, ok bool) 
 			continue
 		}
 		if err := TypeError(e.Type); err != 0 {
-			res.NH = -1
+			h.a, h.dst, h.nh = a, es.dst, -1
 			return err, true
 		}
 		if len(e.Nexthops) == 0 {
-			res.NH = -1
+			h.a, h.dst, h.nh = a, es.dst, -1
 			return 0, true
 		}
 		for j := range e.Nexthops {
 			if nhUsable(&e.Nexthops[j], k.OIF) {
-				res.NH = j
+				h.a, h.dst, h.nh = a, es.dst, j
 				return 0, true
 			}
 		}
@@ -371,22 +457,22 @@ func needStrict6(d netip.Addr) bool {
 // with the best score (rt6_score_route(): the oif match, then the router
 // preference), the first of equal scores. A strict oif mismatch or a dead
 // hop disqualifies. Reject routes answer with their error.
-func choose6(es Entries, k *flow.Key, oif int32, strict bool) (i, nh int, err syscall.Errno, ok bool) {
-	n := es.Len()
-	for g := 0; g < n; {
-		metric := es.At(g).Priority
-		best, bestNH, bestScore := -1, -1, -1
-		bestType := uint8(0)
+func choose6(es *Entries, k *flow.Key, oif int32, strict bool, h *hit) (err syscall.Errno, ok bool) {
+	n := es.hi
+	for g := es.lo; g < n; {
+		metric := es.l.at(g).r.Priority
+		var best *attrs
+		bestNH, bestScore := -1, -1
 		end := g
 		for ; end < n; end++ {
-			r := es.At(end)
-			if r.Priority != metric {
+			a := es.l.at(end)
+			e := &a.r
+			if e.Priority != metric {
 				break
 			}
-			e := &r
 			// A source-specific entry serves only flows from its
 			// source prefix (the node's subtree in fib6_node_lookup()).
-			if e.Src.IsValid() && e.Src.Bits() > 0 && !e.Src.Contains(k.Src) {
+			if e.Src.Bits() > 0 && !e.Src.Contains(k.Src) {
 				continue
 			}
 			pref := int(decodePref(e.Pref)) << 2
@@ -397,33 +483,34 @@ func choose6(es Entries, k *flow.Key, oif int32, strict bool) (i, nh int, err sy
 					continue
 				}
 				if s := pref; s > bestScore {
-					best, bestNH, bestScore, bestType = end, -1, s, e.Type
+					best, bestNH, bestScore = a, -1, s
 				}
 				continue
 			}
 			for j := range e.Nexthops {
-				h := &e.Nexthops[j]
-				if h.Flags&rtnl.RTNH_F_DEAD != 0 {
+				nh := &e.Nexthops[j]
+				if nh.Flags&rtnl.RTNH_F_DEAD != 0 {
 					continue
 				}
 				m := 0
-				if oif == 0 || h.Dev == oif {
+				if oif == 0 || nh.Dev == oif {
 					m = 2
 				}
 				if m == 0 && strict {
 					continue
 				}
 				if s := m | pref; s > bestScore {
-					best, bestNH, bestScore, bestType = end, j, s, e.Type
+					best, bestNH, bestScore = a, j, s
 				}
 			}
 		}
-		if best >= 0 {
-			return best, bestNH, TypeError(bestType), true
+		if best != nil {
+			h.a, h.dst, h.nh = best, es.dst, bestNH
+			return TypeError(best.r.Type), true
 		}
 		g = end
 	}
-	return 0, 0, 0, false
+	return 0, false
 }
 
 // decodePref is IPV6_DECODE_PREF(): the score of a router preference,

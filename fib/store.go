@@ -20,6 +20,24 @@ import (
 // consult both; the small one holds at most smallMax prefixes.
 type store struct {
 	big, small *bart.Table[leaf]
+	// srcRoutes counts the entries with a source prefix (IPv6 RTA_SRC,
+	// the kernel's fib6_src). LookupBatch reuses a result only while it
+	// is 0 in the tables the lookup reads: a source-specific route makes
+	// the answer depend on the flow's source, not on its destination alone
+	// (seed 003's review: hints stay valid with subtrees when no route has
+	// a source prefix).
+	srcRoutes int
+}
+
+// srcCount returns the number of l's entries with a source prefix.
+func srcCount(l leaf) int {
+	n := 0
+	for i := range l.len() {
+		if l.at(i).r.Src.Bits() > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // smallMax is the number of prefixes the small table collects before it is
@@ -206,7 +224,11 @@ func (s *store) with(p netip.Prefix, l leaf) *store {
 	if n.small == nil {
 		n.small = new(bart.Table[leaf])
 	}
-	_, inBig := n.big.Get(p)
+	old, inBig := n.big.Get(p)
+	if !inBig {
+		old, _ = n.small.Get(p)
+	}
+	n.srcRoutes += srcCount(l) - srcCount(old)
 	switch {
 	case l.len() == 0 && inBig:
 		n.big = n.big.DeletePersist(p)
@@ -226,5 +248,9 @@ func (s *store) with(p netip.Prefix, l leaf) *store {
 
 // storeOf returns a store holding the prefixes of bt (built privately).
 func storeOf(bt *bart.Table[leaf]) *store {
-	return &store{big: bt, small: new(bart.Table[leaf])}
+	n := 0
+	for _, l := range bt.All() {
+		n += srcCount(l)
+	}
+	return &store{big: bt, small: new(bart.Table[leaf]), srcRoutes: n}
 }

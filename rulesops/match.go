@@ -74,8 +74,25 @@ func unpack(k *flow.Key) key {
 // list. It makes no interface or function-value call per rule: the family
 // part is a switch on the snapshot's family.
 func (s Snapshot) Match(p Pos, k *flow.Key) (Hit, bool) {
+	m := s.Matcher(k)
+	return m.Next(p)
+}
+
+// Matcher is a flow unpacked once for a whole rule walk: a lookup that
+// resumes the walk after each table that did not answer pays the address
+// unpacking once, not once per resumption.
+type Matcher struct {
+	s Snapshot
+	u key
+}
+
+// Matcher returns the matcher of k in s; k must outlive it.
+func (s Snapshot) Matcher(k *flow.Key) Matcher { return Matcher{s: s, u: unpack(k)} }
+
+// Next is Match from p.
+func (m *Matcher) Next(p Pos) (Hit, bool) {
+	s := &m.s
 	l := s.l
-	u := unpack(k)
 	for c := int(p.c); c < len(l.chunks); c++ {
 		rs := l.chunks[c].rules
 		o := 0
@@ -85,8 +102,8 @@ func (s Snapshot) Match(p Pos, k *flow.Key) (Hit, bool) {
 		for ; o < len(rs); o++ {
 			r := &rs[o]
 			x := l.ext(r)
-			m, findSaddr := s.match(r, x, &u)
-			if !m {
+			ok, findSaddr := s.match(r, x, &m.u)
+			if !ok {
 				continue
 			}
 			h := Hit{Pos: Pos{int32(c), int32(o)}, Pref: r.Pref, Table: r.Table, Action: r.Action,
