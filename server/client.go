@@ -41,6 +41,10 @@ type Client struct {
 	stash   [][]byte                 // guarded by mu
 	acks    map[uint32]syscall.Errno // guarded by mu
 	ctlSeq  uint32                   // guarded by mu
+
+	// A deadline set with SetRecvDeadline (deadline.go), which also ends
+	// a Recv already waiting.
+	dl recvDeadline
 }
 
 // ackTimeout bounds how long a control call waits for the server's ack.
@@ -145,10 +149,10 @@ func (cl *Client) recvInproc(to time.Duration) ([]byte, error) {
 		defer timer.Stop()
 	}
 	q.mu.Lock()
-	for q.head >= len(q.items) && q.err == 0 && !q.closed && !expired {
+	for q.head >= len(q.items) && q.err == 0 && !q.closed && !expired && !cl.dl.passed() {
 		q.cond.Wait()
 	}
-	timedOut := expired && q.head >= len(q.items) && q.err == 0 && !q.closed
+	timedOut := (expired || cl.dl.passed()) && q.head >= len(q.items) && q.err == 0 && !q.closed
 	var (
 		b     []byte
 		errno syscall.Errno
@@ -427,7 +431,7 @@ func (cl *Client) recvUnix(to time.Duration) ([]byte, uint32, error) {
 // readUnix reads one datagram (a copy), by deadline if it is set. Only the
 // goroutine that set cl.reading calls it.
 func (cl *Client) readUnix(deadline time.Time) ([]byte, error) {
-	cl.uc.SetReadDeadline(deadline)
+	cl.dl.armUnix(cl.uc, deadline)
 	n, _, _, _, err := cl.uc.ReadMsgUnix(cl.buf, nil)
 	if err != nil {
 		var nerr net.Error
