@@ -119,7 +119,7 @@ func (f *FIB) lookup(k *flow.Key, h *hit) syscall.Errno {
 		}
 		return lookupNoRules4(&snap, k, h)
 	}
-	return f.walk(&snap, k, h)
+	return f.walk(&snap, f.rules.Snapshot(), k, h)
 }
 
 // hit is a lookup's answer before it becomes a Result: the stored entry by
@@ -205,8 +205,8 @@ func (f *FIB) lookupNoRules6(snap *Snapshot, k *flow.Key, h *hit) syscall.Errno 
 // (fib4_rule_action() / fib4_rule_suppress(), fib6_rule_action() /
 // fib6_rule_suppress()): a switch on the action, no callback per rule. The
 // flow is unpacked for the rule matcher once for the whole walk.
-func (f *FIB) walk(snap *Snapshot, k *flow.Key, h *hit) syscall.Errno {
-	m := f.rules.Snapshot().Matcher(k)
+func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) syscall.Errno {
+	m := rs.Matcher(k)
 	p := rulesops.Pos{}
 	for {
 		r, ok := m.Next(p)

@@ -198,6 +198,10 @@ func (f *refFIB) refLookupTables(ids []uint32, reported uint32, k flow.Key) (ref
 				if e.Tos != 0 && e.Tos != k.TOS&0x1C {
 					continue
 				}
+				// fib_table_lookup(): fib_scope < flowi4_scope skips.
+				if e.Scope < k.Scope {
+					continue
+				}
 				if err := refErr(e.Type); err != 0 {
 					return refAnswer{}, err
 				}
@@ -530,9 +534,78 @@ func (g *refGen) flow() flow.Key {
 	return k
 }
 
+// batchFlows returns n flows in bursts: each flow repeats the previous
+// one, keeps its destination and changes one other key field (so that
+// LookupBatch's hint must tell them apart exactly), or is new.
+func (g *refGen) batchFlows(n int) []flow.Key {
+	out := make([]flow.Key, 0, n)
+	for len(out) < n {
+		if len(out) == 0 || g.rng.Intn(4) == 0 {
+			out = append(out, g.flow())
+			continue
+		}
+		k := out[len(out)-1]
+		switch g.rng.Intn(12) {
+		case 0:
+			k.TOS = uint8(g.rng.Intn(256))
+		case 1:
+			k.OIF = int32(g.rng.Intn(6))
+		case 2:
+			k.IIF = int32(g.rng.Intn(6))
+		case 3:
+			k.Scope = []uint8{0, rtnl.RT_SCOPE_LINK, rtnl.RT_SCOPE_HOST}[g.rng.Intn(3)]
+		case 4:
+			if g.rng.Intn(2) == 0 {
+				k.Src = g.addr()
+			} else {
+				k.Src = netip.Addr{}
+			}
+		case 5:
+			k.Mark = uint32(g.rng.Intn(4))
+		case 6:
+			k.UID = uint32(g.rng.Intn(5000))
+		case 7:
+			k.Dport = uint16(g.rng.Intn(1400))
+		case 8:
+			k.FlowLabel = uint32(g.rng.Intn(8))
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// checkBatch compares LookupBatch and LookupBatchNoHints over flows with
+// the answers want (one per flow); it returns the number of mismatches.
+func checkBatch(t *testing.T, f *FIB, flows []flow.Key, want []refAnswer, what string) int {
+	t.Helper()
+	res := make([]Result, len(flows))
+	errs := make([]syscall.Errno, len(flows))
+	bad := 0
+	for _, hints := range []bool{true, false} {
+		clear(res)
+		clear(errs)
+		if hints {
+			f.LookupBatch(flows, res, errs)
+		} else {
+			f.LookupBatchNoHints(flows, res, errs)
+		}
+		for i := range flows {
+			if diff := cmp.Diff(want[i], answerOf(res[i], errs[i])); diff != "" {
+				bad++
+				if bad <= 3 {
+					t.Errorf("%s hints=%v flow %d %+v (-want +LookupBatch):\n%s", what, hints, i, flows[i], diff)
+				}
+			}
+		}
+	}
+	return bad
+}
+
 // TestLookupMatchesReference is the randomized acceptance test: 100,000
 // random flows per family over random rule sets and random tables, each
-// answered by FIB.Lookup and by the reference, compared with cmp.Diff.
+// answered by FIB.Lookup and by the reference, compared with cmp.Diff; the
+// same flows, in bursts of 1–64 that repeat destinations with one other
+// key field changed, through LookupBatch with and without hints.
 func TestLookupMatchesReference(t *testing.T) {
 	const rounds, flowsPerRound = 100, 1000
 	for _, v6 := range []bool{false, true} {
@@ -547,50 +620,23 @@ func TestLookupMatchesReference(t *testing.T) {
 		g := &refGen{rng: rand.New(rand.NewSource(seed)), v6: v6}
 		flows, mismatches := 0, 0
 		for round := 0; round < rounds; round++ {
-			f, tb, ops := lkNewFIB(t, fam)
-			ref := &refFIB{v6: v6, ops: ops}
-			tables := []uint32{254, 100, 200, 300}
-			if !v6 {
-				tables = append(tables, 253, 255)
-			}
-			for i, n := 0, 5+g.rng.Intn(60); i < n; i++ {
-				r := g.route(tables)
-				if _, err := tb.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err == nil {
-					r.Dst = r.Dst.Masked()
-					ref.routes = append(ref.routes, r)
-				}
-			}
-			// A quarter of the rounds keep the default rules (the fast
-			// paths); the rest get custom rules.
-			if round%4 != 0 {
-				for i, n := 0, 1+g.rng.Intn(12); i < n; i++ {
-					pref := uint32(1 + g.rng.Intn(40)*10)
-					msgs := rtnl.SplitDatagram(rtt.Msg(rtnl.RTM_NEWRULE, rtt.AddFlags, 1, g.ruleBody(pref, tables)))
-					m, err := rtnl.DecodeRuleHeader(&msgs[0])
-					if err == nil {
-						ops.NewRule(m, uint16(msgs[0].Header.Flags)) // invalid random rules are refused; fine
+			f, ref := g.round(t, fam, round)
+			for done := 0; done < flowsPerRound; {
+				batch := g.batchFlows(min(1+g.rng.Intn(64), flowsPerRound-done))
+				want := make([]refAnswer, len(batch))
+				for i, k := range batch {
+					want[i] = ref.refLookup(k)
+					gotA := answerOf(f.Lookup(k))
+					flows++
+					if diff := cmp.Diff(want[i], gotA); diff != "" {
+						mismatches++
+						if mismatches <= 5 {
+							t.Errorf("family %d round %d flow %+v (-reference +Lookup):\n%s", fam, round, k, diff)
+						}
 					}
 				}
-				if round%8 == 1 {
-					lkRule(t, ops, rtnl.RTM_DELRULE, rtt.Body(rtt.Hdr{Family: fam, Action: rtnl.FR_ACT_TO_TBL}, rtt.Pref(0)))
-				}
-			}
-			if round%3 == 0 {
-				grp := GroupMap{2: 1, 3: 2, 4: 0, 5: 1}
-				f.SetGroups(grp)
-				ref.groups = grp
-			}
-			for i := 0; i < flowsPerRound; i++ {
-				k := g.flow()
-				want := ref.refLookup(k)
-				gotA := answerOf(f.Lookup(k))
-				flows++
-				if diff := cmp.Diff(want, gotA); diff != "" {
-					mismatches++
-					if mismatches <= 5 {
-						t.Errorf("family %d round %d flow %+v (-reference +Lookup):\n%s", fam, round, k, diff)
-					}
-				}
+				mismatches += checkBatch(t, f, batch, want, fmt.Sprintf("family %d round %d", fam, round))
+				done += len(batch)
 			}
 		}
 		if mismatches > 0 {
@@ -599,5 +645,129 @@ func TestLookupMatchesReference(t *testing.T) {
 		if flows < 100000 {
 			t.Fatalf("family %d: only %d flows", fam, flows)
 		}
+	}
+}
+
+// round builds one random FIB and its reference.
+func (g *refGen) round(t *testing.T, fam uint8, round int) (*FIB, *refFIB) {
+	f, tb, ops := lkNewFIB(t, fam)
+	ref := &refFIB{v6: g.v6, ops: ops}
+	tables := []uint32{254, 100, 200, 300}
+	if !g.v6 {
+		tables = append(tables, 253, 255)
+	}
+	for i, n := 0, 5+g.rng.Intn(60); i < n; i++ {
+		r := g.route(tables)
+		if _, err := tb.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err == nil {
+			r.Dst = r.Dst.Masked()
+			ref.routes = append(ref.routes, r)
+		}
+	}
+	// A quarter of the rounds keep the default rules (the fast
+	// paths); the rest get custom rules.
+	if round%4 != 0 {
+		for i, n := 0, 1+g.rng.Intn(12); i < n; i++ {
+			pref := uint32(1 + g.rng.Intn(40)*10)
+			msgs := rtnl.SplitDatagram(rtt.Msg(rtnl.RTM_NEWRULE, rtt.AddFlags, 1, g.ruleBody(pref, tables)))
+			m, err := rtnl.DecodeRuleHeader(&msgs[0])
+			if err == nil {
+				ops.NewRule(m, uint16(msgs[0].Header.Flags)) // invalid random rules are refused; fine
+			}
+		}
+		if round%8 == 1 {
+			lkRule(t, ops, rtnl.RTM_DELRULE, rtt.Body(rtt.Hdr{Family: fam, Action: rtnl.FR_ACT_TO_TBL}, rtt.Pref(0)))
+		}
+	}
+	if round%3 == 0 {
+		grp := GroupMap{2: 1, 3: 2, 4: 0, 5: 1}
+		f.SetGroups(grp)
+		ref.groups = grp
+	}
+	return f, ref
+}
+
+// TestLookupBatchSourceRoutesNoHint: with IPv6 source-specific routes in
+// main the answer depends on the flow's source, so LookupBatch must not
+// reuse a result across flows that differ only in their source; random
+// tables with source routes, bursts to one destination from varying
+// sources, compared with Lookup flow by flow (the reference does not model
+// source subtrees). A route with a source prefix in a table other than
+// local and main leaves the hints on.
+func TestLookupBatchSourceRoutesNoHint(t *testing.T) {
+	g := &refGen{rng: rand.New(rand.NewSource(9)), v6: true}
+	total, bad := 0, 0
+	for round := 0; round < 60; round++ {
+		f, tb, _ := lkNewFIB(t, rtnl.AF_INET6)
+		for i, n := 0, 5+g.rng.Intn(40); i < n; i++ {
+			tb.Insert(g.route([]uint32{254, 255}), rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL)
+		}
+		for i, n := 0, 1+g.rng.Intn(8); i < n; i++ {
+			r := g.route([]uint32{254})
+			src := g.prefix()
+			if src.Bits() == 0 {
+				src = netip.PrefixFrom(src.Addr(), 64).Masked()
+			}
+			r.Src = src
+			tb.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL)
+		}
+		snap := tb.Snapshot()
+		if v, _ := snap.Table(254); !hasSrcRoutes(&v) {
+			t.Fatalf("round %d: no source route counted in main", round)
+		}
+		for range 20 {
+			flows := g.batchFlows(64)
+			for i := 1; i < len(flows); i++ {
+				if g.rng.Intn(2) == 0 {
+					flows[i] = flows[i-1]
+					flows[i].Src = g.addr()
+				}
+			}
+			want := make([]refAnswer, len(flows))
+			for i, k := range flows {
+				want[i] = answerOf(f.Lookup(k))
+			}
+			bad += checkBatch(t, f, flows, want, fmt.Sprintf("round %d", round))
+			total += len(flows)
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d flows differ", bad, total)
+	}
+}
+
+// TestSourceRouteCount: the per-table count of source-specific entries
+// follows inserts and deletes (it gates LookupBatch's IPv6 hints).
+func TestSourceRouteCount(t *testing.T) {
+	_, tb, _ := lkNewFIB(t, rtnl.AF_INET6)
+	count := func() int {
+		s := tb.Snapshot()
+		v, _ := s.Table(254)
+		if v.bt == nil {
+			return 0
+		}
+		return v.bt.srcRoutes
+	}
+	r := lkUni(rtnl.AF_INET6, 254, "2001:db8::/64", "fe80::1", 3)
+	lkInsert(t, tb, r)
+	rs := r
+	rs.Src = lkP("2001:db8:1::/48")
+	lkInsert(t, tb, rs)
+	rs2 := r
+	rs2.Dst, rs2.Src = lkP("2001:db8:5::/64"), lkP("2001:db8:2::/48")
+	lkInsert(t, tb, rs2)
+	if got := count(); got != 2 {
+		t.Fatalf("after two source routes: %d", got)
+	}
+	if _, err := tb.Delete(Match{Family: rtnl.AF_INET6, Table: 254, Dst: rs.Dst, Src: rs.Src, Scope: rtnl.RT_SCOPE_NOWHERE}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 1 {
+		t.Fatalf("after deleting one: %d", got)
+	}
+	if _, err := tb.Delete(Match{Family: rtnl.AF_INET6, Table: 254, Dst: rs2.Dst, Src: rs2.Src, Scope: rtnl.RT_SCOPE_NOWHERE}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 0 {
+		t.Fatalf("after deleting both: %d", got)
 	}
 }
