@@ -167,6 +167,9 @@ func (ns *Namespace) newLink(req *Request) *rtnl.Error {
 	if q.Unsupported != 0 {
 		return unsupportedAttr(q.Unsupported)
 	}
+	if err := ns.checkLinkAdd(q.Kind); err != nil {
+		return err
+	}
 	evs, err := ns.devs.Create(q.Kind, q)
 	ns.applyLinkEvents(evs)
 	return err

@@ -25,15 +25,17 @@ var (
 // from the registry: sockets that hold it keep using it until they close,
 // as with `ip netns del`.
 type Manager struct {
-	cfg *rtnl.LockConfig
-	mu  sync.RWMutex
-	ns  map[string]*Namespace // guarded by mu
+	cfg    *rtnl.LockConfig
+	limits *Limits // shared by every namespace (limits.go)
+	mu     sync.RWMutex
+	ns     map[string]*Namespace // guarded by mu
 }
 
 // NewManager returns a registry holding the default namespace.
 func NewManager(cfg *rtnl.LockConfig) *Manager {
-	m := &Manager{cfg: cfg, ns: map[string]*Namespace{}}
+	m := &Manager{cfg: cfg, limits: &Limits{}, ns: map[string]*Namespace{}}
 	m.ns[DefaultName] = newNamespace(DefaultName, cfg)
+	m.ns[DefaultName].limits = m.limits
 	return m
 }
 
@@ -52,7 +54,11 @@ func (m *Manager) Add(name string) error {
 	if _, ok := m.ns[name]; ok {
 		return fmt.Errorf("%w: %q", ErrExists, name)
 	}
+	if err := m.checkNetns(); err != nil {
+		return err
+	}
 	m.ns[name] = newNamespace(name, m.cfg)
+	m.ns[name].limits = m.limits
 	return nil
 }
 

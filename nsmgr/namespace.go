@@ -56,6 +56,8 @@ type Namespace struct {
 	// fib4 and fib6 link each family's tables and rules for lookups
 	// (routeget.go); set once at creation.
 	fib4, fib6 *fib.FIB
+	// limits are the registry's (limits.go); nil for none.
+	limits *Limits
 
 	subMu sync.RWMutex
 	subs  map[Listener]uint64 // guarded by subMu: group bit mask (1<<(g-1))
@@ -183,6 +185,9 @@ func (ns *Namespace) changeRule(req *Request) *rtnl.Error {
 		err *rtnl.Error
 	)
 	typ := uint16(m.Header.Type)
+	if err := ns.checkRuleAdd(typ, ops.Len()); err != nil {
+		return err
+	}
 	if typ == rtnl.RTM_NEWRULE {
 		ch, err = ops.NewRule(rm, uint16(m.Header.Flags))
 	} else {

@@ -112,6 +112,9 @@ func multipathAddFlags(m *rtnl.Message) {
 // request that fails later leaves it behind [ROUTES-SPEC E19]), builds the
 // route against the devices and inserts it.
 func (ns *Namespace) newRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
+	if err := ns.checkRouteAdd(); err != nil {
+		return fib.Change{}, err
+	}
 	t := ns.routeTables(c.Family)
 	if err := t.Create(c.Table); err != nil {
 		return fib.Change{}, rtnl.Errno(syscall.ENOBUFS)

@@ -60,6 +60,8 @@ func (c *conn) admin(m *rtnl.Message) {
 		switch {
 		case errors.Is(err, nsmgr.ErrExists):
 			errno = syscall.EEXIST
+		case errors.Is(err, syscall.ENOSPC): // --max-netns (nsmgr/limits.go)
+			errno = syscall.ENOSPC
 		case errors.Is(err, nsmgr.ErrNotFound):
 			errno = syscall.ENOENT
 		case errors.Is(err, nsmgr.ErrDefault), errors.Is(err, errReadOnly):

@@ -150,7 +150,7 @@ func (c *conn) wireForm(b []byte) []byte {
 func (c *conn) handle(b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed || c.tooBig(b) { // --max-msg (limits.go)
 		return
 	}
 	c.st.countDatagram()
@@ -356,7 +356,7 @@ func (c *conn) setsockopt(level, name int, v uint32) syscall.Errno {
 		}
 	case level == rtnl.SOL_SOCKET && name == rtnl.SO_RCVBUF:
 		// sock_setsockopt(): capped by rmem_max, then doubled.
-		n := min(int(v), rmemMax)
+		n := min(int(v), c.srv.rmemMax()) // --rmem-max (limits.go)
 		c.q.setLimit(max(2*n, 2304))
 	case level == rtnl.SOL_SOCKET:
 		// Other socket-level options are the transport's business

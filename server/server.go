@@ -33,6 +33,9 @@ type Config struct {
 	// SocketMode is the mode of the socket file ListenUnix creates
 	// (0: 0666, since every change is checked per request).
 	SocketMode os.FileMode
+	// Limits bound namespaces, rules, routes, links, message size,
+	// receive buffers and connections (limits.go).
+	Limits
 }
 
 // Server is one nlemu instance: a namespace registry shared by every
@@ -52,6 +55,8 @@ type Server struct {
 	conns       map[*conn]struct{} // guarded by mu: open sockets
 	closedStats tally              // guarded by mu: counts of closed sockets
 	closed      bool               // guarded by mu
+
+	lim limitState // limits.go
 }
 
 // New returns a server with one namespace, "default".
@@ -59,6 +64,7 @@ func New(cfg Config) *Server {
 	s := &Server{ports: map[uint32]bool{}, rover: 0xFFFFF000, conns: map[*conn]struct{}{}, cfg: cfg}
 	s.rcfg = rtnl.LockConfig{RTNL: &s.rtnlLock, Mode: cfg.RTNL}
 	s.nsm = nsmgr.NewManager(&s.rcfg)
+	s.initLimits()
 	return s
 }
 
@@ -155,6 +161,7 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 	c.capAck = opts&optCapAck != 0
 	c.strict = opts&optStrict != 0
 	c.q.setNoENOBUFS(opts&optNoENOBUFS != 0)
+	c.q.setLimit(s.rmemDefault()) // --rmem-default (limits.go)
 	if groups != 0 {
 		c.bind(groups)
 	}

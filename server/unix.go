@@ -54,6 +54,9 @@ func (l *Listener) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if l.s.refuseConn(c) { // --max-conns, --max-conns-per-uid (limits.go)
+			continue
+		}
 		go l.s.serveUnix(c)
 	}
 }
@@ -63,6 +66,7 @@ func (l *Listener) serve() {
 // queue into the socket.
 func (s *Server) serveUnix(uc *net.UnixConn) {
 	defer uc.Close()
+	defer s.leaveConn(uc) // the slot refuseConn gave (limits.go)
 	raw, err := uc.SyscallConn()
 	if err != nil {
 		return

@@ -29,7 +29,13 @@ func runServe(args []string) int {
 		}
 		return err
 	})
+	limits := limitFlags(fs) // --max-* and --rmem-* (limits.go)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	lim, err := limits()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu serve: %v\n", err)
 		return 2
 	}
 	sm, err := strconv.ParseUint(*sockMode, 8, 32)
@@ -43,7 +49,7 @@ func runServe(args []string) int {
 		return 2
 	}
 	path := server.SocketPath(*sock)
-	s := server.New(server.Config{RTNL: m, AllowGroups: allow, SocketMode: os.FileMode(sm)})
+	s := server.New(server.Config{RTNL: m, AllowGroups: allow, SocketMode: os.FileMode(sm), Limits: lim})
 	l, err := s.ListenUnix(path)
 	if err != nil {
 		// One line: what is at the path (or its directory) and why it is
