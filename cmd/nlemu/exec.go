@@ -49,6 +49,8 @@ func runExec(args []string) int {
 	sock := fs.String("socket", "", "path of the nlemu server socket")
 	ns := fs.String("n", "default", "namespace to attach CMD to")
 	fs.StringVar(ns, "netns", "default", "same as -n")
+	forceSeccomp := fs.Bool("seccomp", false, "run CMD under the seccomp supervisor")
+	forcePreload := fs.Bool("preload", false, "attach CMD with the LD_PRELOAD shim")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(os.Stdout, execUsage)
@@ -93,6 +95,9 @@ func runExec(args []string) int {
 		}
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
 		return 126
+	}
+	if *forceSeccomp || (!*forcePreload && needsSeccomp(bin)) {
+		return runExecSeccomp(bin, argv, path, *ns) // exec_seccomp.go
 	}
 	if err := shimAttaches(bin, lib); err != nil {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)

@@ -1,0 +1,323 @@
+package supervise
+
+import (
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// maxRecv bounds the buffer the supervisor receives into for one call.
+const maxRecv = 1 << 20
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, ctlLen+65536); return &b }}
+
+// recv emulates recvmsg/recvfrom on an injected socket as netlink_recvmsg()
+// answers them (the shim's nl_recvmsg()): the datagram into the caller's
+// buffers, the sender {AF_NETLINK, nl_pid 0, nl_groups = the group's bit},
+// NETLINK_PKTINFO, MSG_TRUNC/MSG_PEEK, SOCKERR as the call's error. The
+// supervisor receives on its copy of the descriptor and writes the result
+// into the caller's memory.
+func (s *Supervisor) recv(c *call, sk *sock, cfd int) {
+	from := int(c.n.Data.Nr) == unix.SYS_RECVFROM
+	var (
+		iov   []remoteIov
+		flags int
+		mh    msghdr
+		err   error
+	)
+	if from {
+		iov = []remoteIov{{c.arg(1), c.arg(2)}}
+		flags = int(int32(c.arg(3)))
+	} else {
+		if mh, err = readMsghdr(c.tid, c.arg(1)); err != nil {
+			c.fail(unix.EFAULT)
+			return
+		}
+		if iov, err = readIovs(c.tid, mh.Iov, mh.Iovlen); err != nil {
+			c.fail(errnoOf(err))
+			return
+		}
+		flags = int(int32(c.arg(2)))
+	}
+	if flags&unix.MSG_OOB != 0 {
+		c.fail(unix.EOPNOTSUPP)
+		return
+	}
+	var capacity uint64
+	for _, v := range iov {
+		capacity += v.len
+	}
+	if capacity > maxRecv {
+		capacity = maxRecv
+	}
+	s.tellRecvlen(sk, cfd, capacity)
+
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	if need := ctlLen + int(capacity); len(*bp) < need {
+		*bp = make([]byte, need)
+	}
+	buf := (*bp)[:ctlLen+int(capacity)]
+
+	var (
+		data  []byte
+		dlen  int
+		group uint32
+	)
+loop:
+	for {
+		d, n, e := s.recvOne(c, sk, cfd, buf, flags)
+		if e != 0 {
+			c.fail(e)
+			return
+		}
+		if c.done {
+			return
+		}
+		if n == 0 && d == nil {
+			// the server hung up: end of stream, as a read of a closed peer
+			s.finishRecv(c, from, mh, iov, nil, 0, 0, sk, flags)
+			return
+		}
+		switch t := ctlType(d); {
+		case t == rtnl.NLEMU_SOCKERR:
+			e := syscall.Errno(ne.Uint32(d[16:]))
+			if int32(e) <= 0 {
+				e = unix.ENOBUFS
+			}
+			c.fail(e)
+			return
+		case t == rtnl.NLEMU_ACK:
+			continue // recorded by recvOne
+		case n > ctlLen && len(d) >= ctlLen && ne.Uint16(d[4:]) == rtnl.NLEMU_GROUP && ne.Uint32(d) == ctlLen:
+			group = ne.Uint32(d[16:])
+			data, dlen = d[ctlLen:], n-ctlLen
+		default:
+			data, dlen = d, n
+		}
+		break loop
+	}
+	if len(data) > int(capacity) {
+		data = data[:capacity]
+	}
+	s.finishRecv(c, from, mh, iov, data, dlen, group, sk, flags)
+}
+
+// finishRecv writes the datagram and what netlink_recvmsg() reports with
+// it into the caller, and answers the call.
+func (s *Supervisor) finishRecv(c *call, from bool, mh msghdr, iov []remoteIov, data []byte, dlen int, group uint32, sk *sock, flags int) {
+	sk.mu.Lock()
+	opts := sk.opts
+	sk.mu.Unlock()
+	if !c.valid() {
+		return
+	}
+	if err := scatterMem(c.tid, iov, data); err != nil {
+		c.fail(unix.EFAULT)
+		return
+	}
+	sa := sockaddrNL(0, groupMask(group))
+	if from {
+		addr, lenp := c.arg(4), c.arg(5)
+		if addr != 0 && lenp != 0 {
+			l, err := readU32(c.tid, lenp)
+			if err != nil || int32(l) < 0 {
+				c.fail(unix.EINVAL)
+				return
+			}
+			if writeMem(c.tid, addr, sa[:min(int(l), len(sa))]) != nil || writeU32(c.tid, lenp, uint32(len(sa))) != nil {
+				c.fail(unix.EFAULT)
+				return
+			}
+		}
+	} else {
+		base := c.arg(1)
+		namelen := uint32(0)
+		if mh.Name != 0 {
+			if writeMem(c.tid, mh.Name, sa[:min(int(mh.Namelen), len(sa))]) != nil {
+				c.fail(unix.EFAULT)
+				return
+			}
+			namelen = uint32(len(sa))
+		}
+		mflags := int32(0)
+		if dlen > len(data) {
+			mflags |= unix.MSG_TRUNC
+		}
+		controllen := uint64(0)
+		if opts&optPktinfo != 0 {
+			// netlink_cmsg_recv_pktinfo(): struct nl_pktinfo {u32 group}
+			const cmsgLen = unix.SizeofCmsghdr + 4
+			if mh.Control != 0 && mh.Controllen >= cmsgLen {
+				cm := make([]byte, cmsgLen)
+				ne.PutUint64(cm[0:], cmsgLen)
+				ne.PutUint32(cm[8:], rtnl.SOL_NETLINK)
+				ne.PutUint32(cm[12:], unix.NETLINK_PKTINFO)
+				ne.PutUint32(cm[16:], group)
+				if writeMem(c.tid, mh.Control, cm) != nil {
+					c.fail(unix.EFAULT)
+					return
+				}
+				controllen = min(uint64(unix.CmsgSpace(4)), mh.Controllen)
+			} else {
+				mflags |= unix.MSG_CTRUNC
+			}
+		}
+		var b [8]byte
+		ne.PutUint32(b[:], namelen)
+		if writeMem(c.tid, base+8, b[:4]) != nil {
+			c.fail(unix.EFAULT)
+			return
+		}
+		ne.PutUint64(b[:], controllen)
+		if writeMem(c.tid, base+40, b[:]) != nil {
+			c.fail(unix.EFAULT)
+			return
+		}
+		ne.PutUint32(b[:], uint32(mflags))
+		if writeMem(c.tid, base+48, b[:4]) != nil {
+			c.fail(unix.EFAULT)
+			return
+		}
+	}
+	if flags&unix.MSG_TRUNC != 0 {
+		c.ret(int64(dlen))
+		return
+	}
+	c.ret(int64(len(data)))
+}
+
+// recvOne returns the next datagram for the socket (the stash first) and
+// its full length; nil, 0 at end of stream. It blocks, when the call would,
+// until a datagram arrives, SO_RCVTIMEO passes (EAGAIN) or the caller is
+// gone (then c.done is set and nothing is answered).
+func (s *Supervisor) recvOne(c *call, sk *sock, cfd int, buf []byte, flags int) ([]byte, int, syscall.Errno) {
+	peek := flags&unix.MSG_PEEK != 0
+	sk.mu.Lock()
+	if len(sk.stash) > 0 {
+		d := sk.stash[0]
+		if !peek || ctlType(d) == rtnl.NLEMU_SOCKERR {
+			sk.stash[0] = nil
+			sk.stash = sk.stash[1:]
+			if len(sk.stash) == 0 {
+				dropWakeAck(cfd)
+			}
+		}
+		sk.mu.Unlock()
+		return d, len(d), 0
+	}
+	sk.mu.Unlock()
+	var deadline time.Time
+	for {
+		n, _, err := unix.Recvfrom(cfd, buf, flags&unix.MSG_PEEK|unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			if flags&unix.MSG_DONTWAIT != 0 || nonblocking(cfd) {
+				return nil, 0, unix.EAGAIN
+			}
+			if deadline.IsZero() {
+				deadline = rcvTimeo(cfd)
+			}
+			if !s.waitData(c, cfd, deadline) {
+				if c.done {
+					return nil, 0, 0
+				}
+				return nil, 0, unix.EAGAIN
+			}
+			continue
+		}
+		if err != nil {
+			return nil, 0, errnoOf(err)
+		}
+		if n == 0 {
+			return nil, 0, 0
+		}
+		d := buf[:min(n, len(buf))]
+		if t := ctlType(d); t == rtnl.NLEMU_ACK || t == rtnl.NLEMU_SOCKERR {
+			if peek {
+				var h [ctlLen]byte
+				unix.Recvfrom(cfd, h[:], unix.MSG_DONTWAIT)
+			}
+			if t == rtnl.NLEMU_ACK {
+				if seq := ne.Uint32(d[8:]); seq != 0 {
+					sk.mu.Lock()
+					sk.acks[seq] = syscall.Errno(-int32(ne.Uint32(d[16:])))
+					sk.mu.Unlock()
+				}
+			}
+		}
+		return d, n, 0
+	}
+}
+
+// waitData waits for the copy to become readable: false at the deadline
+// (zero: none) or when the caller no longer waits (c.done set).
+func (s *Supervisor) waitData(c *call, cfd int, deadline time.Time) bool {
+	for {
+		wait := waitTimeout
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false
+			}
+			wait = min(wait, left)
+		}
+		pfd := []unix.PollFd{{Fd: int32(cfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, int(wait/time.Millisecond)+1)
+		if err == nil && n > 0 {
+			return true
+		}
+		if !c.valid() {
+			c.done = true
+			return false
+		}
+	}
+}
+
+// dropWakeAck consumes the sequence-0 ack that ctlCall sent to make the
+// socket readable, if it is next, so the socket is readable exactly when
+// there is more.
+func dropWakeAck(cfd int) {
+	var h [ctlLen]byte
+	n, _, err := unix.Recvfrom(cfd, h[:], unix.MSG_PEEK|unix.MSG_TRUNC|unix.MSG_DONTWAIT)
+	if err == nil && n == ctlLen && ctlType(h[:]) == rtnl.NLEMU_ACK && ne.Uint32(h[8:]) == 0 {
+		unix.Recvfrom(cfd, h[:], unix.MSG_DONTWAIT)
+	}
+}
+
+func nonblocking(fd int) bool {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && fl&unix.O_NONBLOCK != 0
+}
+
+// rcvTimeo is SO_RCVTIMEO of the socket (set by the caller on the Unix
+// socket itself: SOL_SOCKET options other than the buffer sizes continue
+// to the kernel) as a deadline, or zero.
+func rcvTimeo(fd int) time.Time {
+	tv, err := unix.GetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO)
+	if err != nil || (tv.Sec == 0 && tv.Usec == 0) {
+		return time.Time{}
+	}
+	return time.Now().Add(time.Duration(tv.Sec)*time.Second + time.Duration(tv.Usec)*time.Microsecond)
+}
+
+// tellRecvlen lets the server size dump datagrams for the caller's buffer,
+// the first time and whenever a larger one shows up (nlk->max_recvmsg_len;
+// the shim's tell_recvlen()).
+func (s *Supervisor) tellRecvlen(sk *sock, cfd int, capacity uint64) {
+	sk.mu.Lock()
+	larger := capacity > sk.recvlen
+	if larger {
+		sk.recvlen = capacity
+	}
+	sk.mu.Unlock()
+	if larger {
+		sendCtl(cfd, rtnl.NLEMU_SETSOCKOPT, 0, 0, rtnl.SOL_NETLINK, rtnl.NLEMU_RECVLEN, uint32(min(capacity, 1<<32-1)))
+	}
+}

@@ -1,0 +1,480 @@
+// Package supervise runs a program under a seccomp user-notification
+// filter and answers its NETLINK_ROUTE socket calls with connections to the
+// nlemu server, for programs the LD_PRELOAD shim cannot reach (static and
+// Go binaries). See docs/EXEC.md.
+package supervise
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// Config is what a Supervisor needs.
+type Config struct {
+	// Socket is the server's path.
+	Socket string
+	// Namespace is the nlemu namespace of the kernel network namespace
+	// the supervisor itself is in (where CMD starts).
+	Namespace string
+	// Range is where netlink descriptors are injected (the filter's).
+	Range Range
+	// Log receives one line per socket() the server refused (nil: none).
+	Log io.Writer
+}
+
+// Supervisor answers the notifications of one listener.
+type Supervisor struct {
+	cfg     Config
+	lfd     int
+	startNS nsID
+
+	mu     sync.Mutex
+	socks  map[uint64]*sock // by the Unix socket's inode; guarded by mu
+	pidfds map[int]int      // tid -> pidfd; guarded by mu
+	nsMap  nsMap
+
+	allocMu sync.Mutex // one descriptor allocation at a time
+
+	counts [512]atomic.Uint64 // notifications by system call number
+}
+
+// New returns a supervisor for the listener lfd.
+func New(lfd int, cfg Config) (*Supervisor, error) {
+	id, err := nsOf("/proc/self/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	s := &Supervisor{cfg: cfg, lfd: lfd, startNS: id, socks: map[uint64]*sock{}, pidfds: map[int]int{}}
+	s.nsMap.init(cfg.Socket)
+	return s, nil
+}
+
+// Serve answers notifications until no process uses the filter any more
+// (the listener reports POLLHUP) or the listener fails.
+func (s *Supervisor) Serve() error {
+	for {
+		pfd := []unix.PollFd{{Fd: int32(s.lfd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(pfd, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return err
+		}
+		if pfd[0].Revents&unix.POLLIN == 0 {
+			if pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return nil
+			}
+			continue
+		}
+		n := new(notif)
+		if err := recvNotif(s.lfd, n); err != nil {
+			if err == unix.ENOENT {
+				continue // the caller was interrupted before we read it
+			}
+			return err
+		}
+		if nr := int(n.Data.Nr); nr >= 0 && nr < len(s.counts) {
+			s.counts[nr].Add(1)
+		}
+		// Each call is answered on its own goroutine: a receive may block,
+		// and a thread's calls are sequential anyway.
+		go s.handle(n)
+	}
+}
+
+// Counts returns how many notifications each system call caused, by name,
+// and "total". The test of "data calls do not enter the supervisor"
+// reads it.
+func (s *Supervisor) Counts() map[string]uint64 {
+	out := map[string]uint64{}
+	var total uint64
+	for nr := range s.counts {
+		if c := s.counts[nr].Load(); c > 0 {
+			out[syscallName(nr)] = c
+			total += c
+		}
+	}
+	out["total"] = total
+	return out
+}
+
+func syscallName(nr int) string {
+	switch nr {
+	case unix.SYS_SOCKET:
+		return "socket"
+	case unix.SYS_RECVMSG:
+		return "recvmsg"
+	case unix.SYS_RECVFROM:
+		return "recvfrom"
+	case unix.SYS_BIND:
+		return "bind"
+	case unix.SYS_CONNECT:
+		return "connect"
+	case unix.SYS_GETSOCKNAME:
+		return "getsockname"
+	case unix.SYS_GETPEERNAME:
+		return "getpeername"
+	case unix.SYS_SETSOCKOPT:
+		return "setsockopt"
+	case unix.SYS_GETSOCKOPT:
+		return "getsockopt"
+	case unix.SYS_DUP:
+		return "dup"
+	case unix.SYS_FCNTL:
+		return "fcntl"
+	}
+	return "syscall_" + strconv.Itoa(nr)
+}
+
+// call is one notification being answered.
+type call struct {
+	s    *Supervisor
+	n    *notif
+	tid  int
+	done bool
+}
+
+func (c *call) arg(i int) uint64 { return c.n.Data.Args[i] }
+
+// fdArg is argument i as a descriptor (an int: the low 32 bits).
+func (c *call) fdArg(i int) int { return int(int32(c.n.Data.Args[i])) }
+
+func (c *call) ret(v int64) {
+	if !c.done {
+		c.done = true
+		respond(c.s.lfd, c.n.ID, v, 0)
+	}
+}
+
+func (c *call) fail(e syscall.Errno) {
+	if !c.done {
+		c.done = true
+		respond(c.s.lfd, c.n.ID, 0, e)
+	}
+}
+
+func (c *call) cont() {
+	if !c.done {
+		c.done = true
+		continueCall(c.s.lfd, c.n.ID)
+	}
+}
+
+// valid checks that the call still waits (before writing its memory).
+func (c *call) valid() bool { return idValid(c.s.lfd, c.n.ID) }
+
+func (s *Supervisor) handle(n *notif) {
+	c := &call{s: s, n: n, tid: int(n.Pid)}
+	defer c.cont() // whatever was not answered runs in the kernel
+	switch int(n.Data.Nr) {
+	case unix.SYS_SOCKET:
+		s.socket(c)
+		return
+	}
+	fd := c.fdArg(0)
+	if !s.cfg.Range.Contains(fd) {
+		return
+	}
+	sk, cfd := s.lookup(c, fd)
+	if sk == nil {
+		return
+	}
+	defer unix.Close(cfd)
+	switch int(n.Data.Nr) {
+	case unix.SYS_RECVMSG, unix.SYS_RECVFROM:
+		s.recv(c, sk, cfd)
+	case unix.SYS_BIND:
+		s.bind(c, sk, cfd)
+	case unix.SYS_CONNECT:
+		s.connect(c)
+	case unix.SYS_GETSOCKNAME:
+		sk.mu.Lock()
+		g := sk.groups[0]
+		sk.mu.Unlock()
+		s.putName(c, c.arg(1), c.arg(2), sk.portid, g)
+	case unix.SYS_GETPEERNAME:
+		s.putName(c, c.arg(1), c.arg(2), 0, 0)
+	case unix.SYS_SETSOCKOPT:
+		s.setsockopt(c, sk, cfd)
+	case unix.SYS_GETSOCKOPT:
+		s.getsockopt(c, sk, cfd)
+	case unix.SYS_DUP:
+		s.dup(c, cfd, s.cfg.Range.Base, false)
+	case unix.SYS_FCNTL:
+		min := c.fdArg(2)
+		if min >= s.cfg.Range.Base+s.cfg.Range.Len {
+			return // beyond the range: the kernel's duplicate, not emulated
+		}
+		s.dup(c, cfd, max(min, s.cfg.Range.Base), c.arg(1) == unix.F_DUPFD_CLOEXEC)
+	}
+}
+
+// pidfd returns a pidfd for thread tid (PIDFD_THREAD: a thread that is not
+// the group leader has one too), cached.
+func (s *Supervisor) pidfd(tid int, fresh bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pfd, ok := s.pidfds[tid]; ok {
+		if !fresh {
+			return pfd, nil
+		}
+		unix.Close(pfd)
+		delete(s.pidfds, tid)
+	}
+	pfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if err != nil {
+		return -1, err
+	}
+	if len(s.pidfds) >= 4096 {
+		for t, f := range s.pidfds {
+			unix.Close(f)
+			delete(s.pidfds, t)
+		}
+	}
+	s.pidfds[tid] = pfd
+	return pfd, nil
+}
+
+// lookup takes a copy of the caller's descriptor fd (pidfd_getfd) and
+// returns it with the socket it is, or nil when it is not one the
+// supervisor injected (then the call continues in the kernel). The copy
+// shares the open file, so its status flags (O_NONBLOCK) are the caller's.
+func (s *Supervisor) lookup(c *call, fd int) (*sock, int) {
+	for fresh := false; ; fresh = true {
+		pfd, err := s.pidfd(c.tid, fresh)
+		if err != nil {
+			return nil, -1
+		}
+		cfd, err := unix.PidfdGetfd(pfd, fd, 0)
+		if err == unix.ESRCH && !fresh {
+			continue // a cached pidfd of a thread that is gone: the tid was reused
+		}
+		if err != nil {
+			return nil, -1
+		}
+		var st unix.Stat_t
+		if unix.Fstat(cfd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			unix.Close(cfd)
+			return nil, -1
+		}
+		s.mu.Lock()
+		sk := s.socks[st.Ino]
+		s.mu.Unlock()
+		if sk == nil {
+			unix.Close(cfd)
+			return nil, -1
+		}
+		return sk, cfd
+	}
+}
+
+// tgid reads the thread group of tid (the port id hint is the process id,
+// as the kernel's first autobind).
+func tgid(tid int) uint32 {
+	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return uint32(tid)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Tgid:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return uint32(n)
+			}
+		}
+	}
+	return uint32(tid)
+}
+
+// freeSlot returns the lowest number >= from in the range that is free in
+// tid's descriptor table (/proc/TID/fd), or -1.
+func (s *Supervisor) freeSlot(tid, from int) int {
+	r := s.cfg.Range
+	prefix := "/proc/" + strconv.Itoa(tid) + "/fd/"
+	for fd := max(from, r.Base); fd < r.Base+r.Len; fd++ {
+		var st unix.Stat_t
+		if err := unix.Lstat(prefix+strconv.Itoa(fd), &st); err == unix.ENOENT {
+			return fd
+		}
+	}
+	return -1
+}
+
+// socket answers socket(AF_NETLINK, type, NETLINK_ROUTE) with a server
+// connection injected at a free number of the range.
+func (s *Supervisor) socket(c *call) {
+	typ := int(int32(c.arg(1)))
+	base := typ &^ (unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK)
+	if base != unix.SOCK_RAW && base != unix.SOCK_DGRAM {
+		return // the kernel's ESOCKTNOSUPPORT
+	}
+	ns, err := s.nsMap.name(c.tid, s.startNS, s.cfg.Namespace)
+	if err != nil {
+		s.logf("nlemu exec: %v", err)
+		c.fail(errNoServer)
+		return
+	}
+	fd, portid, err := dial(s.cfg.Socket, ns, tgid(c.tid))
+	if err != nil {
+		s.logf("nlemu exec: %v", err)
+		c.fail(errNoServer)
+		return
+	}
+	defer unix.Close(fd)
+	if typ&unix.SOCK_NONBLOCK != 0 {
+		unix.SetNonblock(fd, true)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		c.fail(errnoOf(err))
+		return
+	}
+	s.mu.Lock()
+	s.socks[st.Ino] = newSock(portid, base, readSysctl("/proc/sys/net/core/rmem_default", 212992))
+	s.mu.Unlock()
+	s.allocMu.Lock()
+	defer s.allocMu.Unlock()
+	slot := s.freeSlot(c.tid, 0)
+	if slot < 0 {
+		c.fail(unix.EMFILE)
+		return
+	}
+	if _, err := addFD(s.lfd, c.n.ID, fd, slot, typ&unix.SOCK_CLOEXEC != 0); err != nil {
+		if err == unix.EBADF { // the slot is at or above the caller's RLIMIT_NOFILE
+			c.fail(unix.EMFILE)
+			return
+		}
+		c.fail(errnoOf(err))
+		return
+	}
+	c.done = true
+}
+
+// dup answers dup/fcntl(F_DUPFD*) of a netlink descriptor with a number in
+// the range, where the copy stays emulated.
+func (s *Supervisor) dup(c *call, cfd, from int, cloexec bool) {
+	s.allocMu.Lock()
+	defer s.allocMu.Unlock()
+	slot := s.freeSlot(c.tid, from)
+	if slot < 0 {
+		return // the kernel's duplicate, outside the range (docs/EXEC.md)
+	}
+	if _, err := addFD(s.lfd, c.n.ID, cfd, slot, cloexec); err != nil {
+		c.fail(errnoOf(err))
+		return
+	}
+	c.done = true
+}
+
+func (s *Supervisor) logf(format string, args ...any) {
+	if s.cfg.Log != nil {
+		fmt.Fprintf(s.cfg.Log, format+"\n", args...)
+	}
+}
+
+func readSysctl(path string, def int) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// putName writes a sockaddr_nl for getsockname/getpeername (put_nladdr()).
+func (s *Supervisor) putName(c *call, addr, lenp uint64, pid, groups uint32) {
+	l, err := readU32(c.tid, lenp)
+	if err != nil {
+		c.fail(unix.EFAULT)
+		return
+	}
+	if int32(l) < 0 {
+		c.fail(unix.EINVAL)
+		return
+	}
+	sa := sockaddrNL(pid, groups)
+	if !c.valid() {
+		return
+	}
+	if err := writeMem(c.tid, addr, sa[:min(int(l), len(sa))]); err != nil {
+		c.fail(unix.EFAULT)
+		return
+	}
+	if err := writeU32(c.tid, lenp, uint32(len(sa))); err != nil {
+		c.fail(unix.EFAULT)
+		return
+	}
+	c.ret(0)
+}
+
+// bind is netlink_bind() for an injected socket: a full sockaddr_nl of
+// family AF_NETLINK; its groups go to the server (BIND, acked, so they are
+// in effect on return; EPERM for privileged groups comes from the server).
+func (s *Supervisor) bind(c *call, sk *sock, cfd int) {
+	alen := int(int32(c.arg(2)))
+	if alen < 12 {
+		c.fail(unix.EINVAL)
+		return
+	}
+	var sa [12]byte
+	if err := readMem(c.tid, c.arg(1), sa[:]); err != nil {
+		c.fail(unix.EFAULT)
+		return
+	}
+	if ne.Uint16(sa[0:]) != unix.AF_NETLINK {
+		c.fail(unix.EINVAL)
+		return
+	}
+	groups := ne.Uint32(sa[8:])
+	if e := sk.ctlCall(cfd, rtnl.NLEMU_BIND, groups); e != 0 {
+		c.fail(e)
+		return
+	}
+	sk.mu.Lock()
+	sk.groups[0] = groups
+	sk.mu.Unlock()
+	c.ret(0)
+}
+
+// connect is netlink_connect(): only the kernel (nl_pid 0) is reachable,
+// so AF_UNSPEC and AF_NETLINK are accepted and change nothing.
+func (s *Supervisor) connect(c *call) {
+	alen := int(int32(c.arg(2)))
+	var fam [2]byte
+	if alen < 2 || readMem(c.tid, c.arg(1), fam[:]) != nil {
+		c.fail(unix.EINVAL)
+		return
+	}
+	switch ne.Uint16(fam[:]) {
+	case unix.AF_UNSPEC:
+	case unix.AF_NETLINK:
+		if alen < 12 {
+			c.fail(unix.EINVAL)
+			return
+		}
+	default:
+		c.fail(unix.EINVAL)
+		return
+	}
+	c.ret(0)
+}
+
+// waitTimeout is how often a blocked receive checks that its caller still
+// waits (a killed caller leaves no notification to answer).
+const waitTimeout = 200 * time.Millisecond
