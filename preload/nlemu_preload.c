@@ -77,6 +77,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -179,6 +182,16 @@ static unsigned int (*real_if_nametoindex)(const char *);
 static char *(*real_if_indextoname)(unsigned int, char *);
 static struct if_nameindex *(*real_if_nameindex)(void);
 static int (*real_ioctl)(int, unsigned long, ...);
+static int (*real_poll)(struct pollfd *, nfds_t, int);
+static int (*real_poll_chk)(struct pollfd *, nfds_t, int, size_t);
+static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+			   const sigset_t *);
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+static int (*real_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+				const sigset_t *);
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -224,6 +237,14 @@ static void resolve(void)
 	RESOLVE(if_indextoname);
 	RESOLVE(if_nameindex);
 	RESOLVE(ioctl);
+	RESOLVE(poll);
+	*(void **)&real_poll_chk = dlsym(RTLD_NEXT, "__poll_chk");
+	RESOLVE(ppoll);
+	RESOLVE(select);
+	RESOLVE(pselect);
+	RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait);
+	RESOLVE(epoll_pwait2);
 }
 
 #define INIT() pthread_once(&resolve_once, resolve)
@@ -266,6 +287,15 @@ struct nlsock {
 	/* acks a receive call read for a control call of another thread */
 	struct { uint32_t seq; int err; } acks[ACK_RING];
 	unsigned nacks;
+	/* The read-ahead (see "peeking at the floor"): a datagram a MSG_PEEK
+	 * took out of the socket, as the server sent it, which the next
+	 * receive call returns. ra_buf is RA_CAP bytes, mapped on first use
+	 * and kept for the socket's life. ra_len > 0 while one is held; the
+	 * stash is then empty (the read-ahead is older than anything a
+	 * control call reads, so it moves to the stash's head first). */
+	unsigned char *ra_buf;
+	size_t ra_len;  /* bytes of it held (0: none) */
+	size_t ra_real; /* the datagram's length (more than ra_len only past RA_CAP) */
 };
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -308,6 +338,44 @@ static struct nlsock *nl_get(int fd)
 	return s;
 }
 
+/* Size of a socket's read-ahead buffer: more than any datagram the server
+ * sends (at most its SO_SNDBUF, 128 KiB: server/unix.go). Mapped
+ * MAP_NORESERVE, so only the pages a datagram touches cost memory. */
+#define RA_CAP ((size_t)1 << 20)
+
+/* nreadahead counts sockets holding a read-ahead: the wait calls (poll,
+ * select, epoll) look at the table only when it is not zero. */
+static int nreadahead;
+
+static void ra_drop_locked(struct nlsock *s)
+{
+	if (s->ra_len) {
+		s->ra_len = 0;
+		__atomic_sub_fetch(&nreadahead, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* ra_to_stash_locked moves a read-ahead to the head of the stash (it is
+ * older than anything still in the socket), for a control call about to
+ * stash more or a wait call about to make the socket readable again.
+ * Returns 1 if it moved one. */
+static int ra_to_stash_locked(struct nlsock *s)
+{
+	if (!s->ra_len)
+		return 0;
+	struct stashed *st = malloc(sizeof(*st) + s->ra_len);
+	if (!st)
+		return 0; /* kept as a read-ahead: still delivered, only not woken */
+	memcpy(st->data, s->ra_buf, s->ra_len);
+	st->len = s->ra_len;
+	st->next = s->stash;
+	s->stash = st;
+	if (!s->stash_tail)
+		s->stash_tail = st;
+	ra_drop_locked(s);
+	return 1;
+}
+
 static void unref_locked(struct nlsock *s)
 {
 	if (--s->refs == 0) {
@@ -316,6 +384,9 @@ static void unref_locked(struct nlsock *s)
 			free(s->stash);
 			s->stash = n;
 		}
+		ra_drop_locked(s);
+		if (s->ra_buf)
+			munmap(s->ra_buf, RA_CAP);
 		free(s);
 	}
 }
@@ -389,6 +460,13 @@ static void atfork_release(void) { pthread_mutex_unlock(&tab_mu); }
 static void atfork_child(void)
 {
 	table_pid = getpid();
+	/* A read-ahead is one datagram the kernel would give to whichever
+	 * process reads first; the shim gives it to the parent (the
+	 * child's copy of the memory forgets it). */
+	if (__atomic_load_n(&nreadahead, __ATOMIC_ACQUIRE))
+		for (int fd = 0; fd < tabcap; fd++)
+			if (tab[fd])
+				ra_drop_locked(tab[fd]);
 	pthread_mutex_unlock(&tab_mu);
 }
 
@@ -455,7 +533,7 @@ static int wait_fd(int fd, short events, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = events};
 	for (;;) {
-		int r = poll(&p, 1, timeout_ms);
+		int r = real_poll(&p, 1, timeout_ms);
 		if (r > 0)
 			return 0;
 		if (r == 0) {
@@ -583,6 +661,7 @@ static long elapsed_ms(const struct timespec *t0)
 static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload, size_t plen)
 {
 	pthread_mutex_lock(&tab_mu);
+	ra_to_stash_locked(s); /* what this call stashes comes after it */
 	uint32_t seq = ++s->ctl_seq;
 	if (seq == 0)
 		seq = ++s->ctl_seq;
@@ -1489,6 +1568,225 @@ static ssize_t from_stash_locked(struct nlsock *s, int fd, struct msghdr *msg, i
 	return ret;
 }
 
+/* ---- peeking at the floor ----------------------------------------------
+ *
+ * iproute2 sizes every reply with recvmsg(MSG_PEEK|MSG_TRUNC) and then
+ * reads it with a second recvmsg (rtnl_recvmsg()); libmnl and libnl
+ * programs peek the same way. Forwarded as they are, that is two system
+ * calls on the server's socket per reply. Instead, a peek in a
+ * single-threaded process reads the datagram out of the socket into the
+ * socket's read-ahead buffer and answers from it; the next receive call of
+ * any kind (recvmsg, recv, recvfrom, read, readv, recvmmsg, the _chk
+ * variants) is then answered from the buffer with no system call, with what
+ * netlink_recvmsg() would have reported for the datagram still queued:
+ * MSG_PEEK leaves it held, MSG_TRUNC returns the datagram's length, a
+ * short buffer gets what fits and MSG_TRUNC in msg_flags (and the rest is
+ * gone, unless the call peeked), MSG_DONTWAIT and O_NONBLOCK never wait for
+ * it, MSG_WAITALL and MSG_CMSG_CLOEXEC change nothing (as on a netlink
+ * socket). One reply is then one sendmsg and one recvmsg.
+ *
+ * The datagram is no longer in the socket, so the kernel would not report
+ * the socket readable; the rule that keeps readiness right:
+ *  - only a single-threaded process reads ahead (glibc's
+ *    __libc_single_threaded; no other thread can be blocked in poll() on
+ *    the socket or read it meanwhile); a multi-threaded one peeks at the
+ *    socket itself, as before;
+ *  - every wait call (poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
+ *    epoll_pwait2) first gives each read-ahead back to its socket's stash
+ *    and makes the socket readable again with the server's wake-up ack
+ *    (the mechanism ctl_call uses), waiting until that ack is there, so the
+ *    wait sees POLLIN even with a zero timeout, as the kernel's would;
+ *  - a control call (bind with groups, memberships) first moves the
+ *    read-ahead to the stash's head, so order is kept;
+ *  - a forked child forgets the read-ahead: the parent gets that datagram.
+ * The read-ahead buffer holds RA_CAP bytes, more than the server ever sends
+ * in one datagram. */
+
+extern char __libc_single_threaded __attribute__((weak));
+
+/* single_threaded: no other thread can touch the socket (false where the
+ * C library does not say). */
+static int single_threaded(void)
+{
+	return &__libc_single_threaded != NULL && __libc_single_threaded;
+}
+
+/* from_ra_locked answers a receive call from the read-ahead, as recv_one
+ * would have from the socket, and drops it unless MSG_PEEK. */
+static ssize_t from_ra_locked(struct nlsock *s, struct msghdr *msg, int flags, size_t cap,
+			      unsigned opts)
+{
+	const unsigned char *d = s->ra_buf;
+	size_t dlen = s->ra_len, real = s->ra_real;
+	uint32_t group = 0;
+	if (ctl_type(d, dlen) == NLEMU_GROUP && dlen > CTL_LEN) {
+		group = ctl_u32(d);
+		d += CTL_LEN;
+		dlen -= CTL_LEN;
+		real -= CTL_LEN;
+	}
+	scatter(msg->msg_iov, msg->msg_iovlen, d, dlen < cap ? dlen : cap);
+	put_recv_meta(msg, opts, group, real > cap);
+	ssize_t ret = (flags & MSG_TRUNC) ? (ssize_t)real : (ssize_t)(real < cap ? real : cap);
+	if (!(flags & MSG_PEEK))
+		ra_drop_locked(s);
+	return ret;
+}
+
+/* read_ahead serves a MSG_PEEK by receiving the next datagram into the
+ * read-ahead buffer (one recvmsg, consuming it) and answering from there.
+ * Control datagrams are handled as recv_one handles them. */
+static ssize_t read_ahead(struct nlsock *s, int fd, struct msghdr *msg, int flags, size_t cap,
+			  unsigned opts)
+{
+	if (!s->ra_buf) {
+		void *b = mmap(NULL, RA_CAP, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (b == MAP_FAILED)
+			return recv_one(s, fd, msg, flags, cap, opts);
+		pthread_mutex_lock(&tab_mu);
+		s->ra_buf = b;
+		pthread_mutex_unlock(&tab_mu);
+	}
+	struct iovec iov = {.iov_base = s->ra_buf, .iov_len = RA_CAP};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t real = real_recvmsg(fd, &m, (flags & MSG_DONTWAIT) | MSG_TRUNC);
+	if (real < 0)
+		return -1;
+	if (real == 0) {
+		put_recv_meta(msg, opts, 0, 0);
+		return 0; /* the server hung up */
+	}
+	size_t got = (size_t)real < RA_CAP ? (size_t)real : RA_CAP;
+	unsigned t = ctl_type(s->ra_buf, got);
+	if ((t == NLEMU_SOCKERR || t == NLEMU_ACK) && real == CTL_LEN) {
+		if (t == NLEMU_SOCKERR) {
+			int e = (int)ctl_u32(s->ra_buf);
+			errno = e > 0 ? e : ENOBUFS;
+			return -1;
+		}
+		pthread_mutex_lock(&tab_mu);
+		record_ack_locked(s, ack_seq(s->ra_buf), ack_errno(s->ra_buf));
+		pthread_mutex_unlock(&tab_mu);
+		return RECV_AGAIN;
+	}
+	pthread_mutex_lock(&tab_mu);
+	s->ra_len = got;
+	s->ra_real = (size_t)real;
+	__atomic_add_fetch(&nreadahead, 1, __ATOMIC_RELEASE);
+	ssize_t r = from_ra_locked(s, msg, flags, cap, opts);
+	pthread_mutex_unlock(&tab_mu);
+	return r;
+}
+
+/* ra_flush gives every read-ahead back to its socket (see "peeking at the
+ * floor"): into the stash, with a wake-up ack the socket is readable for,
+ * before a wait call looks at the sockets. */
+static void ra_flush(void)
+{
+	while (__atomic_load_n(&nreadahead, __ATOMIC_ACQUIRE)) {
+		int fds[16], n = 0, more = 0;
+		pthread_mutex_lock(&tab_mu);
+		for (int fd = 0; fd < tabcap; fd++) {
+			struct nlsock *s = tab[fd];
+			if (!s || !s->ra_len)
+				continue;
+			if (n == (int)(sizeof(fds) / sizeof(fds[0]))) {
+				more = 1;
+				break;
+			}
+			if (ra_to_stash_locked(s))
+				fds[n++] = fd;
+		}
+		pthread_mutex_unlock(&tab_mu);
+		for (int i = 0; i < n; i++) {
+			/* A socket with more queued stays readable until the stash
+			 * is served (receive calls serve it first): a wake-up then
+			 * would only leave a spurious readiness behind. */
+			if (wait_fd(fds[i], POLLIN, 0) == 0)
+				continue;
+			uint32_t p[3] = {SOL_NETLINK, NLEMU_RECVLEN, 0};
+			if (ctl_send_ex(fds[i], NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p)) == 0)
+				wait_fd(fds[i], POLLIN, HANDSHAKE_TIMEOUT_MS);
+		}
+		if (!more && n == 0)
+			return; /* what is left could not be moved (no memory) */
+	}
+}
+
+static inline void ra_flush_maybe(void)
+{
+	if (__atomic_load_n(&nreadahead, __ATOMIC_ACQUIRE))
+		ra_flush();
+}
+
+EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	INIT();
+	ra_flush_maybe();
+	return real_poll(fds, nfds, timeout);
+}
+
+EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
+{
+	INIT();
+	ra_flush_maybe();
+	if (real_poll_chk)
+		return real_poll_chk(fds, nfds, timeout, fdslen);
+	if (fdslen / sizeof(*fds) < nfds)
+		__chk_fail();
+	return real_poll(fds, nfds, timeout);
+}
+
+EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *mask)
+{
+	INIT();
+	ra_flush_maybe();
+	return real_ppoll(fds, nfds, tmo, mask);
+}
+
+EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tmo)
+{
+	INIT();
+	ra_flush_maybe();
+	return real_select(n, r, w, e, tmo);
+}
+
+EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo,
+		   const sigset_t *mask)
+{
+	INIT();
+	ra_flush_maybe();
+	return real_pselect(n, r, w, e, tmo, mask);
+}
+
+EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
+{
+	INIT();
+	ra_flush_maybe();
+	return real_epoll_wait(epfd, ev, maxevents, timeout);
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
+		       const sigset_t *mask)
+{
+	INIT();
+	ra_flush_maybe();
+	return real_epoll_pwait(epfd, ev, maxevents, timeout, mask);
+}
+
+EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
+			const struct timespec *tmo, const sigset_t *mask)
+{
+	INIT();
+	ra_flush_maybe();
+	if (!real_epoll_pwait2) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_epoll_pwait2(epfd, ev, maxevents, tmo, mask);
+}
+
 static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flags)
 {
 	if (flags & MSG_OOB) {
@@ -1515,8 +1813,15 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 			pthread_mutex_unlock(&tab_mu);
 			return r;
 		}
+		if (s->ra_len) {
+			ssize_t r = from_ra_locked(s, msg, flags, cap, opts);
+			pthread_mutex_unlock(&tab_mu);
+			return r;
+		}
 		pthread_mutex_unlock(&tab_mu);
-		ssize_t r = recv_one(s, fd, msg, flags, cap, opts);
+		ssize_t r = (flags & MSG_PEEK) && single_threaded()
+				    ? read_ahead(s, fd, msg, flags, cap, opts)
+				    : recv_one(s, fd, msg, flags, cap, opts);
 		if (r != RECV_AGAIN)
 			return r;
 	}
