@@ -2,7 +2,6 @@ package netdev
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"runtime"
@@ -77,9 +76,9 @@ var numPossibleCPUs = func() uint32 {
 
 // randomMAC is eth_hw_addr_random(): a random unicast, locally
 // administered address.
-func randomMAC() []byte {
+func randomMAC(r *source) []byte {
 	b := make([]byte, 6)
-	_, _ = rand.Read(b)
+	r.read(b) // the namespace's source (rand.go)
 	b[0] = b[0]&^0x01 | 0x02
 	return b
 }
@@ -88,7 +87,7 @@ var broadcastMAC = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // etherDevice is a device after ether_setup() and alloc_netdev_mqs(): the
 // common defaults of veth, bridge and dummy.
-func etherDevice(kind string) Link {
+func etherDevice(kind string, r *source) Link {
 	now := nowCentis()
 	inet6 := append([]int32(nil), inet6AllDefaults...)
 	inet6[v6MTU6] = 1500
@@ -100,10 +99,10 @@ func etherDevice(kind string) Link {
 		GSOMaxSegs: 65535, GSOMaxSize: 65536, GROMaxSize: 65536,
 		GSOIPv4MaxSize: 65536, GROIPv4MaxSize: 65536,
 		TSOMaxSize: 65536, TSOMaxSegs: 65535,
-		Carrier: true, Address: randomMAC(), Broadcast: broadcastMAC,
+		Carrier: true, Address: randomMAC(r), Broadcast: broadcastMAC,
 		Qdisc: "noop", Inet4Conf: inet4AllDefaults,
 		Inet6: Inet6Dev{
-			Tstamp: now, ReachableTime: randReachableTime(), RetransTime: 1000,
+			Tstamp: now, ReachableTime: r.reachableTime(), RetransTime: 1000,
 			Conf: inet6, MCStamp: now,
 		},
 	}
@@ -111,8 +110,8 @@ func etherDevice(kind string) Link {
 
 // newDevice returns a fresh device of kind as its setup function leaves
 // it (veth_setup(), br_dev_setup(), dummy_setup()).
-func newDevice(kind string) Link {
-	l := etherDevice(kind)
+func newDevice(kind string, r *source) Link {
+	l := etherDevice(kind, r)
 	switch kind {
 	case KindVeth:
 		l.NumTxQueues, l.NumRxQueues = numPossibleCPUs, numPossibleCPUs
@@ -334,7 +333,7 @@ func KnownKind(kind string) bool {
 // name (or kind%d), MTU, address, broadcast, txqlen and group, not yet
 // registered.
 func (c *change) build(kind string, q *rtnl.LinkConf) (Link, *rtnl.Error) {
-	l := newDevice(kind)
+	l := newDevice(kind, c.d.rnd)
 	if q.HasMTU {
 		if err := validateMTU(&l, q.MTU); err != nil {
 			return l, err
@@ -507,7 +506,7 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 			return nil, err
 		}
 		if q.Address == nil {
-			l.Address = randomMAC()
+			l.Address = randomMAC(c.d.rnd)
 		}
 		name := string(q.Name)
 		if !q.HasName || name == "" {

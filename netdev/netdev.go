@@ -233,6 +233,7 @@ type Devices struct {
 	// lastIndex is the last ifindex handed out (dev_index_reserve():
 	// xa_alloc_cyclic() from the one after it); guarded by mu.
 	lastIndex int32
+	rnd       *source // what the kernel draws at random (rand.go); nil: crypto/rand
 }
 
 // New returns the devices of a fresh namespace: lo, down, like the kernel's.

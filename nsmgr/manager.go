@@ -29,6 +29,24 @@ type Manager struct {
 	limits *Limits // shared by every namespace (limits.go)
 	mu     sync.RWMutex
 	ns     map[string]*Namespace // guarded by mu
+	jn     NamespaceJournal      // guarded by mu: nil without --state
+}
+
+// NamespaceJournal records namespace changes (durable state, journal/).
+// Manager calls it under the registry lock, so that the journal's order is
+// the registry's; an error refuses the change before anyone sees it. The
+// returned wait blocks until the record is durable; Manager calls it after
+// releasing the lock, and Add and Del return only then.
+type NamespaceJournal interface {
+	Added(ns *Namespace) (wait func() error, err error)
+	Deleted(ns *Namespace) (wait func() error, err error)
+}
+
+// SetJournal makes every later Add and Del go through j (nil: none).
+func (m *Manager) SetJournal(j NamespaceJournal) {
+	m.mu.Lock()
+	m.jn = j
+	m.mu.Unlock()
 }
 
 // NewManager returns a registry holding the default namespace.
@@ -45,7 +63,13 @@ func ValidName(name string) bool {
 }
 
 // Add creates namespace name.
-func (m *Manager) Add(name string) error {
+func (m *Manager) Add(name string) (err error) {
+	var wait func() error // the journal's, run after the lock is released
+	defer func() {
+		if err == nil && wait != nil {
+			err = wait()
+		}
+	}()
 	if !ValidName(name) {
 		return fmt.Errorf("%w: %q", ErrInvalid, name)
 	}
@@ -59,6 +83,12 @@ func (m *Manager) Add(name string) error {
 	}
 	m.ns[name] = newNamespace(name, m.cfg)
 	m.ns[name].limits = m.limits
+	if m.jn != nil {
+		if wait, err = m.jn.Added(m.ns[name]); err != nil {
+			delete(m.ns, name) // nobody saw it: the lock is still held
+			return err
+		}
+	}
 	return nil
 }
 
@@ -68,12 +98,22 @@ func (m *Manager) Del(name string) error {
 		return ErrDefault
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.ns[name]; !ok {
+	ns, ok := m.ns[name]
+	if !ok {
+		m.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
+	wait := func() error { return nil }
+	if m.jn != nil {
+		var err error
+		if wait, err = m.jn.Deleted(ns); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+	}
 	delete(m.ns, name)
-	return nil
+	m.mu.Unlock()
+	return wait()
 }
 
 // Get returns namespace name.

@@ -175,7 +175,7 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 		}
 		return
 	}
-	d, err := c.ns.Do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly, UID: c.uid})
+	d, err := c.do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly, UID: c.uid})
 	if d != nil {
 		if c.dump != nil {
 			c.ack(m, rtnl.Errno(syscall.EBUSY))

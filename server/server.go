@@ -55,6 +55,7 @@ type Server struct {
 	conns       map[*conn]struct{} // guarded by mu: open sockets
 	closedStats tally              // guarded by mu: counts of closed sockets
 	closed      bool               // guarded by mu
+	journal     Journal            // set once before serving (journal.go): nil without --state
 
 	lim limitState // limits.go
 }

@@ -30,6 +30,7 @@ func runServe(args []string) int {
 		return err
 	})
 	limits := limitFlags(fs) // --max-* and --rmem-* (limits.go)
+	state := stateFlags(fs)  // --state and --fsync (state.go)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,6 +51,12 @@ func runServe(args []string) int {
 	}
 	path := server.SocketPath(*sock)
 	s := server.New(server.Config{RTNL: m, AllowGroups: allow, SocketMode: os.FileMode(sm), Limits: lim})
+	closeState, err := state(s) // restored before the socket is served
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu serve: %v\n", err)
+		return 1
+	}
+	defer closeState() // after s.Close: every queued record is written
 	l, err := s.ListenUnix(path)
 	if err != nil {
 		// One line: what is at the path (or its directory) and why it is

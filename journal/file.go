@@ -1,0 +1,103 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// File is what the journal writes to: an *os.File on disk, or a fault
+// injector in tests (a full disk, a failing write or sync).
+type File interface {
+	WriteAt(b []byte, off int64) (int, error)
+	// Sync makes what was written durable: fdatasync(2).
+	Sync() error
+	// Allocate reserves room for the bytes [off, off+n) without changing
+	// the file's size: fallocate(2) with FALLOC_FL_KEEP_SIZE. The journal
+	// allocates before it lets a change be applied, so that a full disk
+	// refuses the change instead of losing it.
+	Allocate(off, n int64) error
+	Truncate(size int64) error
+	Close() error
+}
+
+// FS opens and manages the state directory's files.
+type FS interface {
+	Create(name string) (File, error) // new, empty, exclusive
+	OpenAppend(name string) (File, error)
+	ReadFile(name string) ([]byte, error)
+	Rename(from, to string) error
+	Remove(name string) error
+	List() ([]string, error)
+	// SyncDir makes the directory's entries (creations, renames,
+	// removals) durable.
+	SyncDir() error
+}
+
+// DirFS is the FS of a directory on disk.
+type DirFS string
+
+type osFile struct{ *os.File }
+
+func (f osFile) Sync() error { return unix.Fdatasync(int(f.Fd())) }
+
+func (f osFile) Allocate(off, n int64) error {
+	err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, off, n)
+	if err == unix.EOPNOTSUPP {
+		return nil // a filesystem without fallocate: no reservation
+	}
+	return err
+}
+
+func (d DirFS) path(name string) string { return filepath.Join(string(d), name) }
+
+// Create implements FS.
+func (d DirFS) Create(name string) (File, error) {
+	f, err := os.OpenFile(d.path(name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// OpenAppend implements FS.
+func (d DirFS) OpenAppend(name string) (File, error) {
+	f, err := os.OpenFile(d.path(name), os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// ReadFile implements FS.
+func (d DirFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(d.path(name)) }
+
+// Rename implements FS.
+func (d DirFS) Rename(from, to string) error { return os.Rename(d.path(from), d.path(to)) }
+
+// Remove implements FS.
+func (d DirFS) Remove(name string) error { return os.Remove(d.path(name)) }
+
+// List implements FS.
+func (d DirFS) List() ([]string, error) {
+	es, err := os.ReadDir(string(d))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(es))
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// SyncDir implements FS.
+func (d DirFS) SyncDir() error {
+	f, err := os.Open(string(d))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

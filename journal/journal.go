@@ -1,0 +1,508 @@
+// Package journal makes a server's state survive a restart (`nlemu serve
+// --state DIR`, docs/STATE.md): an append-only journal of the accepted
+// changes — namespace adds and deletes, and every rtnetlink request that
+// succeeded, as the bytes it arrived as — with group commit, compaction
+// into a snapshot, and restore by replaying the records through the same
+// handlers before the socket is served.
+//
+// Ordering: a namespace's changes are recorded under a per-namespace mutex
+// held across the handler and the append, so that the journal's order is
+// the order they were applied in (rule priorities, ifindexes and the like
+// come out the same on replay). Namespaces share nothing that a request can
+// change, so their records may interleave freely. The wait for the fsync
+// happens after every lock is released.
+//
+// Lock order: Manager's registry lock → a namespace's entry mutex → the
+// handler's locks (RTNL, family writer locks) → Journal.mu.
+package journal
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/nlemu/nlemu/nsmgr"
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// Policy is when a record is made durable (--fsync).
+type Policy int
+
+const (
+	// Group: an ACK is sent once an fdatasync covers its record; records
+	// that arrive while one fdatasync runs share the next one.
+	Group Policy = iota
+	// Always: one write and one fdatasync per record, in order.
+	Always
+	// None: the ACK waits until the record is written to the OS (it
+	// survives the server's crash, not the machine's).
+	None
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Always:
+		return "always"
+	case None:
+		return "none"
+	}
+	return "group"
+}
+
+// ParsePolicy parses a --fsync value.
+func ParsePolicy(s string) (Policy, bool) {
+	for _, p := range []Policy{Group, Always, None} {
+		if p.String() == s {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// Options configure a Journal.
+type Options struct {
+	Fsync Policy
+	// RotateBytes starts a new journal file once the current one is this
+	// large (default 64 MiB); the closed files are compacted into the
+	// snapshot once they are as large as it.
+	RotateBytes int64
+	// FS is where the files live (default: the directory given to Open).
+	FS FS
+	// Logf reports what restore repaired or could not replay (default:
+	// discarded).
+	Logf func(format string, args ...any)
+}
+
+const (
+	defaultRotate = 64 << 20
+	allocChunk    = 4 << 20 // fallocate step
+	maxBatch      = 4 << 20 // bytes of one group commit
+	snapName      = "snapshot"
+	snapTmp       = "snapshot.tmp"
+)
+
+func journalName(n uint64) string { return fmt.Sprintf("journal-%016d", n) }
+
+func journalNum(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "journal-")
+	if !ok || len(s) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// entry is a namespace's place in the journal.
+type entry struct {
+	mu      sync.Mutex // held across a change and its append
+	id      uint64
+	deleted bool // guarded by mu
+}
+
+// batch is one group commit: records written with one write and made
+// durable with one fdatasync.
+type batch struct {
+	buf  []byte
+	last uint64 // sequence number of its last record
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+func (b *batch) wait() error {
+	<-b.done
+	return b.err
+}
+
+// Stats counts the journal's work.
+type Stats struct {
+	Records uint64 // records appended since Open
+	Batches uint64 // writes (each followed by an fdatasync under Group and Always)
+	Bytes   uint64 // bytes written
+	// Compactions counts snapshots written.
+	Compactions uint64
+}
+
+// Journal is an open state directory.
+type Journal struct {
+	fs  FS
+	opt Options
+	mgr *nsmgr.Manager
+
+	ents sync.Map // *nsmgr.Namespace -> *entry
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signals the committer: a batch is queued, or closing
+	seq    uint64     // guarded by mu: the last sequence number given out
+	nextNS uint64     // guarded by mu: the next namespace id
+	queue  []*batch   // guarded by mu: batches waiting for the committer
+	// used, reserved and alloc account the current file's room: used is
+	// written plus queued bytes, reserved the records of changes being
+	// applied now, alloc what fallocate has reserved on disk. used +
+	// reserved <= alloc always, so a write never meets a full disk.
+	used, reserved, alloc int64 // guarded by mu
+	failed                error // guarded by mu: a write or sync failed
+	closing               bool  // guarded by mu
+	cur                   File  // guarded by mu (written by the committer)
+	curNum                uint64
+	written               int64  // guarded by mu: bytes of cur that are written
+	lastWritten           uint64 // guarded by mu: sequence number of the last written record
+	snapBytes             int64  // guarded by mu: the snapshot's size
+	closedBytes           int64  // guarded by mu: journals closed since the snapshot
+	stats                 Stats  // guarded by mu
+
+	compactCh  chan uint64 // journals below the number sent may be compacted
+	commitDone chan struct{}
+	compactEnd chan struct{}
+}
+
+// errClosed refuses changes after Close.
+var errClosed = errors.New("journal closed")
+
+// Open restores the state kept in dir into mgr (which must hold only its
+// default namespace) and returns the journal that keeps every later change:
+// it is installed in mgr for namespace changes, and the server's
+// connections must send their requests through Apply.
+func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, error) {
+	if opt.FS == nil {
+		if err := mkdirPrivate(dir); err != nil {
+			return nil, nil, err
+		}
+		opt.FS = DirFS(dir)
+	}
+	if opt.RotateBytes <= 0 {
+		opt.RotateBytes = defaultRotate
+	}
+	if opt.Logf == nil {
+		opt.Logf = func(string, ...any) {}
+	}
+	j := &Journal{fs: opt.FS, opt: opt, mgr: mgr, compactCh: make(chan uint64, 1), nextNS: 1,
+		commitDone: make(chan struct{}), compactEnd: make(chan struct{})}
+	j.cond = sync.NewCond(&j.mu)
+	def, _ := mgr.Get(nsmgr.DefaultName)
+	j.ents.Store(def, &entry{id: 0})
+	rs, err := j.restore()
+	if err != nil {
+		return nil, nil, err
+	}
+	mgr.SetJournal(j)
+	go j.commit()
+	go j.compactor()
+	if !rs.seeded {
+		// A fresh state: seed the default namespace, which existed
+		// before the journal, and keep its seed first.
+		var seed [32]byte
+		rand.Read(seed[:])
+		def.Seed(seed)
+		n := int64(recordSize(len(seed)))
+		err := j.reserve(n)
+		if err == nil {
+			err = j.append(record{Kind: kindSeed, Payload: seed[:]}, n).wait()
+		}
+		if err != nil {
+			j.Close()
+			return nil, nil, err
+		}
+	}
+	return j, rs, nil
+}
+
+// Apply runs do, which applies request m to ns, and records m if it
+// succeeded; it returns do's result once the record is durable (as the
+// policy promises). A change that cannot be recorded is refused before do
+// runs: ENOSPC on a full disk, EIO after a failed write. Requests of a
+// namespace that has been deleted are applied and not recorded (the
+// namespace does not survive a restart anyway).
+func (j *Journal) Apply(ns *nsmgr.Namespace, m *rtnl.Message, strict bool, do func() *rtnl.Error) *rtnl.Error {
+	v, ok := j.ents.Load(ns)
+	if !ok {
+		return do()
+	}
+	e := v.(*entry)
+	e.mu.Lock()
+	if e.deleted {
+		e.mu.Unlock()
+		return do()
+	}
+	raw := m.Raw // the request as received, before a handler rewrites it
+	n := int64(recordSize(len(raw)))
+	if err := j.reserve(n); err != nil {
+		e.mu.Unlock()
+		return rtnl.Errno(errnoOf(err))
+	}
+	res := do()
+	if res != nil && res.Errno != 0 {
+		j.unreserve(n)
+		e.mu.Unlock()
+		return res
+	}
+	var flags uint8
+	if strict {
+		flags |= flagStrict
+	}
+	b := j.append(record{Kind: kindRequest, Flags: flags, NSID: e.id, Payload: raw}, n)
+	e.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return rtnl.Errno(errnoOf(err))
+	}
+	return res
+}
+
+// Added implements nsmgr.NamespaceJournal.
+func (j *Journal) Added(ns *nsmgr.Namespace) (func() error, error) {
+	var seed [32]byte
+	rand.Read(seed[:])
+	payload := append(seed[:], ns.Name()...)
+	n := int64(recordSize(len(payload)))
+	if err := j.reserve(n); err != nil {
+		return nil, err
+	}
+	ns.Seed(seed) // nobody sees ns yet: Manager holds its lock
+	j.mu.Lock()
+	id := j.nextNS
+	j.nextNS++
+	j.mu.Unlock()
+	j.ents.Store(ns, &entry{id: id})
+	b := j.append(record{Kind: kindNetnsAdd, NSID: id, Payload: payload}, n)
+	return b.wait, nil
+}
+
+// Deleted implements nsmgr.NamespaceJournal.
+func (j *Journal) Deleted(ns *nsmgr.Namespace) (func() error, error) {
+	v, ok := j.ents.Load(ns)
+	if !ok {
+		return func() error { return nil }, nil
+	}
+	e := v.(*entry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := int64(recordSize(0))
+	if err := j.reserve(n); err != nil {
+		return nil, err
+	}
+	e.deleted = true
+	j.ents.Delete(ns)
+	b := j.append(record{Kind: kindNetnsDel, NSID: e.id}, n)
+	return b.wait, nil
+}
+
+// errnoOf is the errno a client is told for a journal failure.
+func errnoOf(err error) syscall.Errno {
+	var en syscall.Errno
+	if errors.As(err, &en) && en != 0 {
+		return en
+	}
+	return syscall.EIO
+}
+
+// reserve makes room for a record of n bytes in the current file before
+// the change it records is applied.
+func (j *Journal) reserve(n int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed != nil {
+		return j.failed
+	}
+	if j.closing {
+		return errClosed
+	}
+	if need := j.used + j.reserved + n; need > j.alloc {
+		grow := max(int64(allocChunk), need-j.alloc)
+		if err := j.cur.Allocate(j.alloc, grow); err != nil {
+			return err
+		}
+		j.alloc += grow
+	}
+	j.reserved += n
+	return nil
+}
+
+func (j *Journal) unreserve(n int64) {
+	j.mu.Lock()
+	j.reserved -= n
+	j.mu.Unlock()
+}
+
+// append turns a reservation of n bytes into record r (numbered now) and
+// returns the batch that will carry it.
+func (j *Journal) append(r record, n int64) *batch {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.reserved -= n
+	j.used += n
+	j.seq++
+	r.Seq = j.seq
+	var b *batch
+	if k := len(j.queue); k > 0 && j.opt.Fsync != Always && len(j.queue[k-1].buf) < maxBatch {
+		b = j.queue[k-1]
+	} else {
+		b = &batch{done: make(chan struct{})}
+		j.queue = append(j.queue, b)
+		j.cond.Signal()
+	}
+	b.buf = appendRecord(b.buf, r)
+	b.last = r.Seq
+	j.stats.Records++
+	return b
+}
+
+// commit is the committer: it writes the queued batches in order, each with
+// one write and (unless the policy is None) one fdatasync, and releases
+// their waiters.
+func (j *Journal) commit() {
+	defer close(j.commitDone)
+	for {
+		j.mu.Lock()
+		for len(j.queue) == 0 && !j.closing {
+			j.cond.Wait()
+		}
+		if len(j.queue) == 0 {
+			j.mu.Unlock()
+			return
+		}
+		b := j.queue[0]
+		j.queue[0] = nil
+		j.queue = j.queue[1:]
+		f, off, err := j.cur, j.written, j.failed
+		j.mu.Unlock()
+		if err == nil {
+			_, err = f.WriteAt(b.buf, off)
+			if err == nil && j.opt.Fsync != None {
+				err = f.Sync()
+			}
+		}
+		j.mu.Lock()
+		if err != nil {
+			if j.failed == nil {
+				j.failed = err
+				// Leave no half record behind (restore would cut it
+				// anyway).
+				f.Truncate(off)
+			}
+			err = j.failed
+		} else {
+			j.written += int64(len(b.buf))
+			j.lastWritten = b.last
+			j.stats.Batches++
+			j.stats.Bytes += uint64(len(b.buf))
+		}
+		b.err = err
+		close(b.done)
+		if j.failed == nil && j.written >= j.opt.RotateBytes {
+			j.rotate()
+		}
+		j.mu.Unlock()
+	}
+}
+
+// rotate starts the next journal file. Called by the committer with mu
+// held, between batches: everything written so far is in the old file.
+// Queued batches and reservations move to the new file, which is allocated
+// for them first: if that fails (a full disk) the old file goes on.
+func (j *Journal) rotate() {
+	num := j.curNum + 1
+	name := journalName(num)
+	f, err := j.fs.Create(name)
+	if err != nil {
+		j.opt.Logf("journal: cannot start %s: %v", name, err)
+		return
+	}
+	hdr := appendRecord(nil, record{Seq: j.lastWritten, Kind: kindJournal, Payload: le.AppendUint64(nil, num)})
+	queued := j.used - j.written
+	need := int64(len(hdr)) + queued + j.reserved + allocChunk
+	fail := func(err error) {
+		j.opt.Logf("journal: cannot start %s: %v", name, err)
+		f.Close()
+		j.fs.Remove(name)
+	}
+	if err := f.Allocate(0, need); err != nil {
+		fail(err)
+		return
+	}
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		fail(err)
+		return
+	}
+	// The old file must be durable before the new one takes records (under
+	// None it was not synced), and the new file's entry must be.
+	if err := j.cur.Sync(); err != nil {
+		fail(err)
+		return
+	}
+	if err := f.Sync(); err != nil {
+		fail(err)
+		return
+	}
+	if err := j.fs.SyncDir(); err != nil {
+		fail(err)
+		return
+	}
+	j.cur.Close()
+	j.closedBytes += j.written
+	j.cur, j.curNum = f, num
+	j.written = int64(len(hdr))
+	j.used = j.written + queued
+	j.alloc = need
+	if j.closedBytes >= j.snapBytes {
+		select {
+		case j.compactCh <- num:
+		default:
+			// A compaction is queued; it will be told again at the
+			// next rotation.
+		}
+	}
+}
+
+// Stats returns the journal's counters.
+func (j *Journal) Stats() Stats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats
+}
+
+// Close writes what is queued, stops the committer and the compactor and
+// closes the journal. Changes after Close are refused.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closing {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closing = true
+	j.cond.Broadcast()
+	j.mu.Unlock()
+	j.mgr.SetJournal(nil)
+	<-j.commitDone
+	close(j.compactCh) // the committer, which sends on it, has stopped
+	<-j.compactEnd
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	err := j.cur.Sync()
+	if cerr := j.cur.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = j.failed
+	}
+	return err
+}
+
+// journals returns the journal files' numbers, ascending.
+func journals(fs FS) ([]uint64, error) {
+	names, err := fs.List()
+	if err != nil {
+		return nil, err
+	}
+	var nums []uint64
+	for _, n := range names {
+		if k, ok := journalNum(n); ok {
+			nums = append(nums, k)
+		}
+	}
+	sort.Slice(nums, func(a, b int) bool { return nums[a] < nums[b] })
+	return nums, nil
+}

@@ -1,0 +1,182 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// The record framing (docs/STATE.md): every file — journal or snapshot — is
+// a sequence of records, each
+//
+//	0  uint32 body length (little endian)
+//	4  uint32 CRC32C (Castagnoli) of the body
+//	8  body: uint64 seq, uint8 kind, uint8 flags, uint16 0, uint64 nsid, payload
+//
+// A file's records carry consecutive sequence numbers, its first record is
+// a header (kindJournal or kindSnapshot) and a snapshot ends with
+// kindEnd.
+
+var le = binary.LittleEndian
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Record kinds.
+const (
+	kindNetnsAdd = 1 // payload: the namespace's 32-byte random seed, then its name
+	kindNetnsDel = 2 // payload: none
+	kindRequest  = 3 // payload: the rtnetlink request as received (nlmsg_len bytes)
+	kindJournal  = 4 // a journal's first record; payload: uint64 file number
+	kindSnapshot = 5 // a snapshot's first record; payload: covers, next seq, next nsid
+	kindEnd      = 6 // a snapshot's last record; payload: uint64 records before it
+	kindSeed     = 7 // the default namespace's seed (32 bytes), on the first start
+	kindMax      = kindSeed
+)
+
+// Record flags.
+const (
+	flagStrict = 1 // the request came from a NETLINK_GET_STRICT_CHK socket
+)
+
+const (
+	frameLen = 8                  // length and CRC
+	bodyLen  = 20                 // seq, kind, flags, pad, nsid
+	hdrLen   = frameLen + bodyLen // everything before the payload
+	// maxPayload bounds a record: larger lengths are garbage, not records
+	// (a request is at most the server's message size limit, far below).
+	maxPayload = 1 << 24
+)
+
+// record is one decoded record. Payload aliases the buffer it came from.
+type record struct {
+	Seq     uint64
+	Kind    uint8
+	Flags   uint8
+	NSID    uint64
+	Payload []byte
+}
+
+// recordSize is the encoded size of a record with a payload of n bytes.
+func recordSize(n int) int { return hdrLen + n }
+
+// appendRecord encodes r at the end of dst.
+func appendRecord(dst []byte, r record) []byte {
+	start := len(dst)
+	dst = le.AppendUint32(dst, uint32(bodyLen+len(r.Payload)))
+	dst = le.AppendUint32(dst, 0) // CRC, below
+	dst = le.AppendUint64(dst, r.Seq)
+	dst = append(dst, r.Kind, r.Flags, 0, 0)
+	dst = le.AppendUint64(dst, r.NSID)
+	dst = append(dst, r.Payload...)
+	le.PutUint32(dst[start+4:], crc32.Checksum(dst[start+frameLen:], castagnoli))
+	return dst
+}
+
+// errTorn reports a record that is cut short or fails its checksum: the
+// end of what a crash left behind, or corruption.
+var errTorn = errors.New("torn or corrupt record")
+
+// decodeRecord decodes the record at the start of b and returns it with
+// its encoded length. Any record that is incomplete, too short or too long
+// to be one, or whose checksum fails, is errTorn.
+func decodeRecord(b []byte) (record, int, error) {
+	if len(b) < frameLen {
+		return record{}, 0, errTorn
+	}
+	n := int(le.Uint32(b))
+	if n < bodyLen || n > bodyLen+maxPayload || len(b)-frameLen < n {
+		return record{}, 0, errTorn
+	}
+	body := b[frameLen : frameLen+n]
+	if crc32.Checksum(body, castagnoli) != le.Uint32(b[4:]) {
+		return record{}, 0, errTorn
+	}
+	r := record{
+		Seq:     le.Uint64(body),
+		Kind:    body[8],
+		Flags:   body[9],
+		NSID:    le.Uint64(body[12:]),
+		Payload: body[bodyLen:],
+	}
+	if r.Kind < kindNetnsAdd || r.Kind > kindMax || body[10] != 0 || body[11] != 0 {
+		return record{}, 0, errTorn
+	}
+	return r, frameLen + n, nil
+}
+
+// scan is the result of reading one file's records.
+type scan struct {
+	recs []record
+	good int // bytes of whole, valid, consecutive records
+	// tail is set when bytes follow the last good record: a torn or corrupt
+	// record (a crash in the middle of a write leaves one).
+	tail bool
+	// later counts valid-looking records found after the tail's start:
+	// with them the tail is corruption, not a torn write.
+	later int
+}
+
+// scanRecords decodes b's records until the first one that is torn, corrupt
+// or out of sequence (a record must carry the sequence number after its
+// predecessor's). A record never straddles that point: either it is whole
+// and valid, or it and everything after it is the tail.
+func scanRecords(b []byte) scan {
+	var s scan
+	off := 0
+	for off < len(b) {
+		r, n, err := decodeRecord(b[off:])
+		if err == nil && len(s.recs) > 0 && r.Seq != s.recs[len(s.recs)-1].Seq+1 {
+			err = errTorn
+		}
+		if err != nil {
+			s.tail = true
+			break
+		}
+		s.recs = append(s.recs, r)
+		off += n
+	}
+	s.good = off
+	if s.tail {
+		var last uint64
+		if len(s.recs) > 0 {
+			last = s.recs[len(s.recs)-1].Seq
+		}
+		// A record that decodes further on, with a later sequence number,
+		// means bytes in the middle went bad: say so instead of dropping
+		// it quietly.
+		for o := off + 1; o+hdrLen <= len(b); o++ {
+			if r, _, err := decodeRecord(b[o:]); err == nil && r.Seq > last {
+				s.later++
+			}
+		}
+	}
+	return s
+}
+
+// snapshotHeader is a snapshot's first record's payload.
+type snapshotHeader struct {
+	Covers  uint64 // journals numbered below this are in the snapshot
+	LastSeq uint64 // the last sequence number before journal Covers
+	NextNS  uint64 // the namespace ids below this have been used
+}
+
+func (h snapshotHeader) encode() []byte {
+	b := le.AppendUint64(nil, h.Covers)
+	b = le.AppendUint64(b, h.LastSeq)
+	return le.AppendUint64(b, h.NextNS)
+}
+
+func decodeSnapshotHeader(p []byte) (snapshotHeader, error) {
+	if len(p) != 24 {
+		return snapshotHeader{}, fmt.Errorf("snapshot header of %d bytes", len(p))
+	}
+	return snapshotHeader{le.Uint64(p), le.Uint64(p[8:]), le.Uint64(p[16:])}, nil
+}
+
+func u64(p []byte) (uint64, bool) {
+	if len(p) != 8 {
+		return 0, false
+	}
+	return le.Uint64(p), true
+}

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"github.com/nlemu/nlemu/nsmgr"
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// Journal makes accepted changes durable (journal.Journal, `nlemu serve
+// --state`). Apply runs do, which applies request m to ns, records m if it
+// succeeded and returns do's result once the record is durable; a change
+// it cannot record it refuses before do runs.
+type Journal interface {
+	Apply(ns *nsmgr.Namespace, m *rtnl.Message, strict bool, do func() *rtnl.Error) *rtnl.Error
+}
+
+// SetJournal sends every later change through j. Call it before the
+// server has clients (after restoring the state j holds).
+func (s *Server) SetJournal(j Journal) { s.journal = j }
+
+// mutates reports whether request m is one a journal records when it
+// succeeds: every rtnetlink request but a GET (rtnetlink_rcv_msg()'s
+// kinds), with the family byte every handler needs.
+func mutates(m *rtnl.Message) bool {
+	typ := uint16(m.Header.Type)
+	return typ >= rtnl.NLMSG_MIN_TYPE && typ <= rtnl.RTM_MAX && (typ-16)&3 != 2 && len(m.Data) >= 1
+}
+
+// do is handleMsg's call of the namespace: through the journal for a
+// change when the server keeps state.
+func (c *conn) do(req *nsmgr.Request) (nsmgr.Dumper, *rtnl.Error) {
+	if j := c.srv.journal; j != nil && !req.ReadOnly && mutates(req.Msg) {
+		return nil, j.Apply(c.ns, req.Msg, req.Strict, func() *rtnl.Error {
+			_, err := c.ns.Do(req)
+			return err
+		})
+	}
+	return c.ns.Do(req)
+}
