@@ -1,7 +1,11 @@
 package fib
 
 import (
+	"math/rand"
 	"net/netip"
+	"runtime"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/nlemu/nlemu/flow"
@@ -9,30 +13,59 @@ import (
 	rtt "github.com/nlemu/nlemu/rtnl/rtnltest"
 )
 
-// benchFIB returns a FIB of family fam with n /24 (IPv4) or /64 (IPv6)
-// routes in main and, when rules, ten custom rules that a flow walks past
-// before the main rule answers.
+// benchRoutes is the table size of the lookup benchmarks: seed 000's
+// 40,000 routes in main.
+const benchRoutes = 40000
+
+// benchFIB returns a FIB of family fam with n random routes in main (IPv4
+// /16–/32, mostly /24; IPv6 /32–/64, mostly /48) and up to 1,024 flows to
+// addresses inside them, and, when rules, ten custom rules (fwmark
+// selectors no flow carries) that every lookup walks past before the main
+// rule answers.
 func benchFIB(b *testing.B, fam uint8, n int, rules bool) (*FIB, []flow.Key) {
 	f, tb, ops := lkNewFIB(b, fam)
+	rng := rand.New(rand.NewSource(int64(fam)))
 	keys := make([]flow.Key, 0, 1024)
-	for i := 0; i < n; i++ {
+	for len(keys) < n {
 		var r Route
-		var k flow.Key
+		var dst netip.Addr
 		if fam == rtnl.AF_INET {
-			a := netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0})
-			r = lkUni(fam, 254, netip.PrefixFrom(a, 24).String(), "10.0.0.2", 3)
-			k = flow.Key{Dst: netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 7}), IIF: 1, Proto: 17}
+			bits := 24
+			switch x := rng.Intn(20); {
+			case x < 5:
+				bits = 16 + rng.Intn(8)
+			case x < 8:
+				bits = 25 + rng.Intn(8)
+			}
+			a := [4]byte{byte(1 + rng.Intn(223)), byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256))}
+			p := netip.PrefixFrom(netip.AddrFrom4(a), bits).Masked()
+			r = lkUni(fam, 254, p.String(), "10.0.0.2", 3)
+			dst = netip.AddrFrom4(a) // inside p
 		} else {
-			var x [16]byte
-			x[0], x[1], x[4], x[5] = 0x20, 0x01, byte(i>>8), byte(i)
-			a := netip.AddrFrom16(x)
-			r = lkUni(fam, 254, netip.PrefixFrom(a, 64).String(), "fe80::1", 3)
-			x[15] = 7
-			k = flow.Key{Dst: netip.AddrFrom16(x), IIF: 1, Proto: 17}
+			bits := 48
+			switch x := rng.Intn(20); {
+			case x < 5:
+				bits = 32 + rng.Intn(16)
+			case x < 8:
+				bits = 49 + rng.Intn(16)
+			}
+			var a [16]byte
+			a[0], a[1] = 0x20, 0x01
+			for i := 2; i < 8; i++ {
+				a[i] = byte(rng.Intn(256))
+			}
+			p := netip.PrefixFrom(netip.AddrFrom16(a), bits).Masked()
+			r = lkUni(fam, 254, p.String(), "fe80::1", 3)
+			a[15] = 7
+			dst = netip.AddrFrom16(a)
 		}
-		lkInsert(b, tb, r)
+		if _, err := tb.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err != nil {
+			continue // a duplicate prefix
+		}
 		if len(keys) < cap(keys) {
-			keys = append(keys, k)
+			keys = append(keys, flow.Key{Dst: dst, IIF: 1, Proto: 17})
+		} else {
+			n--
 		}
 	}
 	if rules {
@@ -44,11 +77,16 @@ func benchFIB(b *testing.B, fam uint8, n int, rules bool) (*FIB, []flow.Key) {
 			lkRule(b, ops, rtnl.RTM_NEWRULE, rtt.Body(h, rtt.Pref(uint32(100+i)), rtt.Table(uint32(1000+i)), rtt.U32(rtnl.FRA_FWMARK, uint32(i+1))))
 		}
 	}
+	for _, k := range keys {
+		if _, err := f.Lookup(k); err != 0 {
+			b.Fatalf("%v: %v", k.Dst, err)
+		}
+	}
 	return f, keys
 }
 
 func benchLookup(b *testing.B, fam uint8, rules bool) {
-	f, keys := benchFIB(b, fam, 10000, rules)
+	f, keys := benchFIB(b, fam, benchRoutes, rules)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -58,14 +96,138 @@ func benchLookup(b *testing.B, fam uint8, rules bool) {
 	}
 }
 
-// BenchmarkLookup4NoRules is the merged fast path (main, then default).
+// BenchmarkLookup4NoRules is the merged fast path (main, then default)
+// with 40,000 routes (seed 000).
 func BenchmarkLookup4NoRules(b *testing.B) { benchLookup(b, rtnl.AF_INET, false) }
 
-// BenchmarkLookup4Rules walks ten non-matching rules and the local rule.
+// BenchmarkLookup4Rules walks the local rule, ten non-matching rules and
+// the main rule.
 func BenchmarkLookup4Rules(b *testing.B) { benchLookup(b, rtnl.AF_INET, true) }
 
-// BenchmarkLookup6NoRules is fib6_rule_lookup() without custom rules.
+// BenchmarkLookup6NoRules is fib6_rule_lookup() without custom rules:
+// local, then main (seed 000).
 func BenchmarkLookup6NoRules(b *testing.B) { benchLookup(b, rtnl.AF_INET6, false) }
 
-// BenchmarkLookup6Rules walks ten non-matching rules and the local rule.
+// BenchmarkLookup6Rules walks the local rule, ten non-matching rules and
+// the main rule.
 func BenchmarkLookup6Rules(b *testing.B) { benchLookup(b, rtnl.AF_INET6, true) }
+
+// benchBatch times LookupBatch over bursts of 64 flows, to one destination
+// (same) or to 64 (distinct), with or without hints (seed 003), and
+// reports ns per lookup.
+func benchBatch(b *testing.B, fam uint8, same, hints bool) {
+	f, keys := benchFIB(b, fam, benchRoutes, false)
+	const n = 64
+	var bursts [][]flow.Key
+	for i := 0; i+n <= len(keys); i += n {
+		burst := make([]flow.Key, n)
+		for j := range burst {
+			burst[j] = keys[i+j]
+			if same {
+				burst[j] = keys[i]
+			}
+		}
+		bursts = append(bursts, burst)
+	}
+	res := make([]Result, n)
+	errs := make([]syscall.Errno, n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if hints {
+			f.LookupBatch(bursts[i%len(bursts)], res, errs)
+		} else {
+			f.LookupBatchNoHints(bursts[i%len(bursts)], res, errs)
+		}
+		if errs[n-1] != 0 {
+			b.Fatal(errs[n-1])
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/lookup")
+}
+
+// BenchmarkLookupBatch4SameDstHints: 64 flows to one destination, hints on.
+func BenchmarkLookupBatch4SameDstHints(b *testing.B) { benchBatch(b, rtnl.AF_INET, true, true) }
+
+// BenchmarkLookupBatch4SameDstNoHints: the same without hints.
+func BenchmarkLookupBatch4SameDstNoHints(b *testing.B) { benchBatch(b, rtnl.AF_INET, true, false) }
+
+// BenchmarkLookupBatch4DistinctHints: 64 distinct destinations, hints on
+// (the hint check's cost).
+func BenchmarkLookupBatch4DistinctHints(b *testing.B) { benchBatch(b, rtnl.AF_INET, false, true) }
+
+// BenchmarkLookupBatch4DistinctNoHints: the same without hints.
+func BenchmarkLookupBatch4DistinctNoHints(b *testing.B) { benchBatch(b, rtnl.AF_INET, false, false) }
+
+// BenchmarkLookupBatch6SameDstHints is the IPv6 twin.
+func BenchmarkLookupBatch6SameDstHints(b *testing.B) { benchBatch(b, rtnl.AF_INET6, true, true) }
+
+// BenchmarkLookupBatch6SameDstNoHints is the IPv6 twin.
+func BenchmarkLookupBatch6SameDstNoHints(b *testing.B) { benchBatch(b, rtnl.AF_INET6, true, false) }
+
+// BenchmarkLookupBatch6DistinctHints is the IPv6 twin.
+func BenchmarkLookupBatch6DistinctHints(b *testing.B) { benchBatch(b, rtnl.AF_INET6, false, true) }
+
+// BenchmarkLookupBatch6DistinctNoHints is the IPv6 twin.
+func BenchmarkLookupBatch6DistinctNoHints(b *testing.B) { benchBatch(b, rtnl.AF_INET6, false, false) }
+
+// benchParallel runs the fast path from every core (b.RunParallel): with
+// no reference count and nothing written on the read path (seed 001) the
+// rate scales with the cores; compare ns/op with BenchmarkLookup*NoRules
+// run with -cpu 1.
+func benchParallel(b *testing.B, fam uint8) {
+	f, keys := benchFIB(b, fam, benchRoutes, false)
+	var mu sync.Mutex
+	seed := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		mu.Lock()
+		i := seed * 97
+		seed++
+		mu.Unlock()
+		for pb.Next() {
+			if _, err := f.Lookup(keys[i%len(keys)]); err != 0 {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "procs")
+}
+
+// BenchmarkLookup4Parallel is the IPv4 fast path from every core.
+func BenchmarkLookup4Parallel(b *testing.B) { benchParallel(b, rtnl.AF_INET) }
+
+// BenchmarkLookup6Parallel is the IPv6 fast path from every core.
+func BenchmarkLookup6Parallel(b *testing.B) { benchParallel(b, rtnl.AF_INET6) }
+
+// BenchmarkLookupFloorBart is the floor under the fast path: bart's
+// longest-prefix match alone on the same 40,000-route main table, without
+// choosing an entry or building a Result.
+func BenchmarkLookupFloorBart(b *testing.B) {
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		name := "4"
+		if fam == rtnl.AF_INET6 {
+			name = "6"
+		}
+		b.Run(name, func(b *testing.B) {
+			f, keys := benchFIB(b, fam, benchRoutes, false)
+			snap := f.tables.Snapshot()
+			v, _ := snap.Table(rtnl.RT_TABLE_MAIN)
+			if fam == rtnl.AF_INET {
+				v, _ = snap.MergedMain()
+			}
+			bt := v.bt.big
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				a := keys[i%len(keys)].Dst
+				if _, _, ok := bt.LookupPrefixLPM(netip.PrefixFrom(a, a.BitLen())); !ok {
+					b.Fatal("miss")
+				}
+			}
+		})
+	}
+}
