@@ -1,0 +1,383 @@
+// Package lookupbench is seed 000's route-lookup micro-benchmark as a
+// library, for `nlemu bench lookup`: it builds one namespace's tables with N
+// random routes per family in main and K non-matching custom rules, times
+// the lookup paths of package fib (the no-custom-rules fast path, the rule
+// walk, LookupBatch with and without route hints, one core against all)
+// and reports per-lookup percentiles and a text histogram in the seed's
+// layout.
+//
+// Per-lookup times come from timing a batch of lookups per sample and
+// dividing: one time.Now costs 20–40 ns, as much as a lookup.
+package lookupbench
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"runtime"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nlemu/nlemu/fib"
+	"github.com/nlemu/nlemu/flow"
+	"github.com/nlemu/nlemu/rtnl"
+	"github.com/nlemu/nlemu/rulesops"
+)
+
+// Config is what to build and how long to measure.
+type Config struct {
+	// Routes is the number of random routes per family in main.
+	Routes int
+	// Rules is the number of custom rules for the rule-walk case: fwmark
+	// selectors no flow carries, so each lookup walks past all of them.
+	Rules int
+	// Samples is the number of timed samples per case (default 2,000).
+	Samples int
+	// PerSample is the number of lookups timed together (default 128; a
+	// multiple of BatchLen).
+	PerSample int
+	// Cores is the number of goroutines of the all-cores case (default
+	// GOMAXPROCS).
+	Cores int
+	// Seed makes the tables and flows reproducible.
+	Seed int64
+	// Progress, when set, is called while the tables are built.
+	Progress func(family, done, total int)
+}
+
+// BatchLen is the burst length of the LookupBatch cases (seed 003 measures
+// list receive, whose bursts are up to 64 packets).
+const BatchLen = 64
+
+func (c *Config) defaults() {
+	if c.Samples <= 0 {
+		c.Samples = 2000
+	}
+	if c.PerSample <= 0 {
+		c.PerSample = 128
+	}
+	c.PerSample = max(BatchLen, c.PerSample/BatchLen*BatchLen)
+	if c.Cores <= 0 {
+		c.Cores = runtime.GOMAXPROCS(0)
+	}
+}
+
+// Stats are the per-lookup times of one case, in nanoseconds.
+type Stats struct {
+	Min, P50, P90, P95, Max, Mean float64
+	// Samples are the sorted per-lookup times of every sample.
+	Samples []float64
+}
+
+func statsOf(s []float64) Stats {
+	sort.Float64s(s)
+	st := Stats{Samples: s}
+	if len(s) == 0 {
+		return st
+	}
+	q := func(p float64) float64 { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	sum := 0.0
+	for _, v := range s {
+		sum += v
+	}
+	st.Min, st.P50, st.P90, st.P95, st.Max, st.Mean = s[0], q(0.5), q(0.9), q(0.95), s[len(s)-1], sum/float64(len(s))
+	return st
+}
+
+// Family is one family's results.
+type Family struct {
+	Family      int // 4 or 6
+	Routes      int
+	Rules       int
+	FastPath    Stats // Lookup, no custom rules
+	RuleWalk    Stats // Lookup with Rules custom rules
+	SameHints   Stats // LookupBatch, 64 flows to one destination
+	SameNoHints Stats // LookupBatchNoHints, the same flows
+	DistHints   Stats // LookupBatch, 64 distinct destinations
+	DistNoHints Stats // LookupBatchNoHints, the same flows
+	// OneCore and AllCores are fast-path lookups per second from one
+	// goroutine and from Cores goroutines.
+	OneCore, AllCores float64
+	Cores             int
+}
+
+// HintSameDstSpeedup is the p50 time per lookup of a one-destination burst
+// without hints over the time with hints.
+func (f *Family) HintSameDstSpeedup() float64 { return ratio(f.SameNoHints.P50, f.SameHints.P50) }
+
+// HintDistinctRatio is the same for distinct destinations: time without
+// hints over time with hints (≥ 1: the hint check costs nothing).
+func (f *Family) HintDistinctRatio() float64 { return ratio(f.DistNoHints.P50, f.DistHints.P50) }
+
+// ParallelScaling is the all-cores lookup rate over the one-core rate.
+func (f *Family) ParallelScaling() float64 { return ratio(f.AllCores, f.OneCore) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// JSON returns the family's figures as `nlemu bench lookup --json` prints
+// them (ratios as plain numbers).
+func (f *Family) JSON() map[string]any {
+	m := map[string]any{
+		"routes":                  f.Routes,
+		"rules":                   f.Rules,
+		"cores":                   f.Cores,
+		"hint_same_dst_speedup":   round3(f.HintSameDstSpeedup()),
+		"hint_distinct_ratio":     round3(f.HintDistinctRatio()),
+		"parallel_scaling":        round3(f.ParallelScaling()),
+		"rule_walk_ratio":         round3(ratio(f.RuleWalk.P50, f.FastPath.P50)),
+		"one_core_lookups_per_s":  round3(f.OneCore),
+		"all_cores_lookups_per_s": round3(f.AllCores),
+	}
+	for _, c := range f.cases() {
+		for _, p := range []struct {
+			k string
+			v float64
+		}{{"min", c.s.Min}, {"p50", c.s.P50}, {"p90", c.s.P90}, {"p95", c.s.P95}, {"max", c.s.Max}} {
+			m[c.key+"_ns_"+p.k] = round3(p.v)
+		}
+	}
+	return m
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+type namedStats struct {
+	key, title string
+	s          *Stats
+}
+
+func (f *Family) cases() []namedStats {
+	return []namedStats{
+		{"fast_path", "(a) Lookup, no custom rules (fast path)", &f.FastPath},
+		{"rule_walk", fmt.Sprintf("(b) Lookup, %d non-matching custom rules (rule walk)", f.Rules), &f.RuleWalk},
+		{"batch_same_dst_hints", "(c) LookupBatch, 64 flows to one destination, hints", &f.SameHints},
+		{"batch_same_dst_no_hints", "(c) LookupBatch, 64 flows to one destination, no hints", &f.SameNoHints},
+		{"batch_distinct_hints", "(d) LookupBatch, 64 distinct destinations, hints", &f.DistHints},
+		{"batch_distinct_no_hints", "(d) LookupBatch, 64 distinct destinations, no hints", &f.DistNoHints},
+	}
+}
+
+// Namespace is one family's lookup plane of a benchmark namespace.
+type Namespace struct {
+	FIB    *fib.FIB
+	Tables *fib.Tables
+	Rules  *rulesops.Ops
+	// Flows are flows to addresses inside the routes (every lookup hits).
+	Flows []flow.Key
+}
+
+type noDevices struct{}
+
+func (noDevices) IndexByName([]byte) int32 { return 0 }
+
+// Build returns a namespace of family fam (4 or 6) with n random routes in
+// main: IPv4 /16–/32 (mostly /24), IPv6 /32–/64 (mostly /48) under
+// 2001::/16, all through one gateway; and up to 4,096 flows into them.
+func Build(fam, n int, seed int64, progress func(done, total int)) (*Namespace, error) {
+	af := uint8(rtnl.AF_INET)
+	tb := fib.NewIPv4()
+	if fam == 6 {
+		af, tb = rtnl.AF_INET6, fib.NewIPv6()
+	}
+	ops := rulesops.NewOps(af, rulesops.Env{Config: &rtnl.LockConfig{RTNL: &rtnl.RTNL{}}, Tables: tb, Devices: noDevices{}})
+	ns := &Namespace{FIB: fib.NewFIB(tb, ops), Tables: tb, Rules: ops}
+	rng := rand.New(rand.NewSource(seed + int64(fam)))
+	gw4, gw6 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("fe80::1")
+	const maxFlows = 4096
+	for added := 0; added < n; {
+		r := fib.Route{Family: af, Table: rtnl.RT_TABLE_MAIN, Type: rtnl.RTN_UNICAST, Protocol: rtnl.RTPROT_STATIC}
+		var dst netip.Addr
+		if fam == 4 {
+			a := [4]byte{byte(1 + rng.Intn(223)), byte(rng.Intn(256)), byte(rng.Intn(256)), byte(rng.Intn(256))}
+			dst = netip.AddrFrom4(a)
+			r.Dst = netip.PrefixFrom(dst, length(rng, 24, 16, 32)).Masked()
+			r.Nexthops = []fib.Nexthop{{Gateway: gw4, Dev: 2, Weight: 1}}
+		} else {
+			var a [16]byte
+			a[0], a[1] = 0x20, 0x01
+			for i := 2; i < 16; i++ {
+				a[i] = byte(rng.Intn(256))
+			}
+			dst = netip.AddrFrom16(a)
+			r.Dst = netip.PrefixFrom(dst, length(rng, 48, 32, 64)).Masked()
+			r.Priority = 1024
+			r.Nexthops = []fib.Nexthop{{Gateway: gw6, Dev: 2, Weight: 1}}
+		}
+		if _, err := tb.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err != nil {
+			if err.Errno == syscall.EEXIST {
+				continue
+			}
+			return nil, fmt.Errorf("insert %v: %v", r.Dst, err)
+		}
+		added++
+		if len(ns.Flows) < maxFlows {
+			ns.Flows = append(ns.Flows, flow.Key{Dst: dst, IIF: 1, Proto: 17})
+		}
+		if progress != nil && (added%1024 == 0 || added == n) {
+			progress(added, n)
+		}
+	}
+	// Shuffle the flows: consecutive flows go to unrelated prefixes.
+	rng.Shuffle(len(ns.Flows), func(i, j int) { ns.Flows[i], ns.Flows[j] = ns.Flows[j], ns.Flows[i] })
+	for _, k := range ns.Flows {
+		if _, err := ns.FIB.Lookup(k); err != 0 {
+			return nil, fmt.Errorf("lookup %v: %v", k.Dst, err)
+		}
+	}
+	return ns, nil
+}
+
+// length draws a prefix length: usual 60 % of the time, else uniform in
+// [lo, usual) or (usual, hi].
+func length(rng *rand.Rand, usual, lo, hi int) int {
+	switch x := rng.Intn(20); {
+	case x < 5:
+		return lo + rng.Intn(usual-lo)
+	case x < 8:
+		return usual + 1 + rng.Intn(hi-usual)
+	}
+	return usual
+}
+
+// AddRules adds k custom rules (priorities 100…, tables 1000…, fwmark
+// 1… that no benchmark flow carries).
+func (ns *Namespace) AddRules(k int) error {
+	fam := ns.Rules.Family()
+	for i := 0; i < k; i++ {
+		m := &rtnl.RuleMsg{Family: fam, Action: rtnl.FR_ACT_TO_TBL, Table: 0,
+			Priority: uint32(100 + i), Table32: uint32(1000 + i), FwMark: uint32(i + 1)}
+		m.Present = 1<<rtnl.FRA_PRIORITY | 1<<rtnl.FRA_TABLE | 1<<rtnl.FRA_FWMARK
+		if _, err := ns.Rules.NewRule(m, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err != nil {
+			return fmt.Errorf("rule %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+// Run builds both families' namespaces and measures every case.
+func Run(cfg Config) ([]*Family, error) {
+	cfg.defaults()
+	var out []*Family
+	for _, fam := range []int{4, 6} {
+		var progress func(done, total int)
+		if cfg.Progress != nil {
+			progress = func(done, total int) { cfg.Progress(fam, done, total) }
+		}
+		ns, err := Build(fam, cfg.Routes, cfg.Seed, progress)
+		if err != nil {
+			return nil, err
+		}
+		f, err := Measure(ns, fam, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		f.Routes = cfg.Routes
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Measure times every case on ns (which has no custom rules yet; the
+// rule-walk case adds cfg.Rules of them last).
+func Measure(ns *Namespace, fam int, cfg *Config) (*Family, error) {
+	cfg.defaults()
+	f := &Family{Family: fam, Rules: cfg.Rules, Cores: cfg.Cores}
+	flows := ns.Flows
+	per := cfg.PerSample
+	// Bursts: one destination (the first flow of each window repeated) and
+	// distinct destinations, each per-sample long.
+	same := make([]flow.Key, len(flows))
+	for i := range flows {
+		same[i] = flows[i/BatchLen*BatchLen]
+	}
+	res := make([]fib.Result, BatchLen)
+	errs := make([]syscall.Errno, BatchLen)
+	var bad syscall.Errno
+	single := func(off int) {
+		for i := 0; i < per; i++ {
+			if _, err := ns.FIB.Lookup(flows[(off+i)%len(flows)]); err != 0 {
+				bad = err
+			}
+		}
+	}
+	batch := func(src []flow.Key, hints bool) func(int) {
+		bursts := len(src) / BatchLen
+		return func(off int) {
+			for i := 0; i < per; i += BatchLen {
+				o := (off + i) / BatchLen % bursts * BatchLen
+				b := src[o : o+BatchLen]
+				if hints {
+					ns.FIB.LookupBatch(b, res, errs)
+				} else {
+					ns.FIB.LookupBatchNoHints(b, res, errs)
+				}
+				if errs[BatchLen-1] != 0 {
+					bad = errs[BatchLen-1]
+				}
+			}
+		}
+	}
+	if len(flows) < BatchLen {
+		return nil, fmt.Errorf("only %d flows: need %d routes or more", len(flows), BatchLen)
+	}
+	f.FastPath = sample(cfg.Samples, per, single)
+	f.SameHints = sample(cfg.Samples, per, batch(same, true))
+	f.SameNoHints = sample(cfg.Samples, per, batch(same, false))
+	f.DistHints = sample(cfg.Samples, per, batch(flows, true))
+	f.DistNoHints = sample(cfg.Samples, per, batch(flows, false))
+	f.OneCore = rate(ns.FIB, flows, 1, cfg.Samples*per)
+	f.AllCores = rate(ns.FIB, flows, cfg.Cores, cfg.Samples*per)
+	if err := ns.AddRules(cfg.Rules); err != nil {
+		return nil, err
+	}
+	f.RuleWalk = sample(cfg.Samples, per, single)
+	if bad != 0 {
+		return nil, fmt.Errorf("a lookup failed: %v", bad)
+	}
+	return f, nil
+}
+
+// sample times n samples of fn, each doing per lookups, and returns the
+// per-lookup times. A warm-up pass runs first.
+func sample(n, per int, fn func(off int)) Stats {
+	for i := 0; i < n/10+1; i++ {
+		fn(i * per)
+	}
+	out := make([]float64, n)
+	for i := range out {
+		t0 := time.Now()
+		fn(i * per)
+		out[i] = float64(time.Since(t0).Nanoseconds()) / float64(per)
+	}
+	return statsOf(out)
+}
+
+// rate returns the fast-path lookups per second of g goroutines doing
+// total lookups each: with nothing shared written on the read path (seed
+// 001), g cores ideally take the time one takes.
+func rate(f *fib.FIB, flows []flow.Key, g, total int) float64 {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			<-start
+			off := w * 997
+			for i := 0; i < total; i++ {
+				f.Lookup(flows[(off+i)%len(flows)])
+			}
+		}(w)
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	return float64(g*total) / time.Since(t0).Seconds()
+}
