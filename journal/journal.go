@@ -76,11 +76,13 @@ type Options struct {
 	// Logf reports what restore repaired or could not replay (default:
 	// discarded).
 	Logf func(format string, args ...any)
+
+	allocChunk int64 // fallocate step (tests make it small)
 }
 
 const (
 	defaultRotate = 64 << 20
-	allocChunk    = 4 << 20 // fallocate step
+	defaultChunk  = 4 << 20 // fallocate step
 	maxBatch      = 4 << 20 // bytes of one group commit
 	snapName      = "snapshot"
 	snapTmp       = "snapshot.tmp"
@@ -176,6 +178,9 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 	}
 	if opt.RotateBytes <= 0 {
 		opt.RotateBytes = defaultRotate
+	}
+	if opt.allocChunk <= 0 {
+		opt.allocChunk = defaultChunk
 	}
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
@@ -311,7 +316,7 @@ func (j *Journal) reserve(n int64) error {
 		return errClosed
 	}
 	if need := j.used + j.reserved + n; need > j.alloc {
-		grow := max(int64(allocChunk), need-j.alloc)
+		grow := max(j.opt.allocChunk, need-j.alloc)
 		if err := j.cur.Allocate(j.alloc, grow); err != nil {
 			return err
 		}
@@ -413,7 +418,7 @@ func (j *Journal) rotate() {
 	}
 	hdr := appendRecord(nil, record{Seq: j.lastWritten, Kind: kindJournal, Payload: le.AppendUint64(nil, num)})
 	queued := j.used - j.written
-	need := int64(len(hdr)) + queued + j.reserved + allocChunk
+	need := int64(len(hdr)) + queued + j.reserved + j.opt.allocChunk
 	fail := func(err error) {
 		j.opt.Logf("journal: cannot start %s: %v", name, err)
 		f.Close()

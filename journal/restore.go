@@ -237,8 +237,8 @@ func (j *Journal) restore() (*Restored, error) {
 		}
 	}
 	j.cur, j.curNum, j.written, j.used, j.alloc = f, n, good, good, good
-	if f.Allocate(good, allocChunk) == nil {
-		j.alloc += allocChunk
+	if f.Allocate(good, j.opt.allocChunk) == nil {
+		j.alloc += j.opt.allocChunk
 	}
 	if j.closedBytes > 0 && j.closedBytes >= j.snapBytes {
 		j.compactCh <- n
@@ -269,8 +269,8 @@ func (j *Journal) startFile(n uint64) error {
 	}
 	j.cur, j.curNum = f, n
 	j.written, j.used, j.alloc = int64(len(hdr)), int64(len(hdr)), int64(len(hdr))
-	if f.Allocate(j.alloc, allocChunk) == nil {
-		j.alloc += allocChunk
+	if f.Allocate(j.alloc, j.opt.allocChunk) == nil {
+		j.alloc += j.opt.allocChunk
 	}
 	return nil
 }
