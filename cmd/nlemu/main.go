@@ -21,6 +21,7 @@ commands:
   env [--socket PATH] -n NAME                         shell assignments: eval "$(nlemu env -n NAME)"
   load [--netns N] [--rules R] [--family 4,6] ...     the seed's parallel rule-load test
   stats [--socket PATH] [--json]                      the server's counters
+  bench lookup [--routes N] [--rules K] [--json]      the seeds' route-lookup micro-benchmark
 
 The server socket is --socket, else $NLEMU_SOCKET, else a per-user default.
 `
@@ -48,6 +49,8 @@ func main() {
 		code = runLoad(args)
 	case "stats":
 		code = runStats(args)
+	case "bench":
+		code = runBench(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
