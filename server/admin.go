@@ -38,18 +38,9 @@ func (c *conn) admin(m *rtnl.Message) {
 			err = c.srv.nsm.Del(name)
 		}
 	case rtnl.NLEMU_NETNS_LIST:
-		// One NETNS_LIST message per datagram of at most listChunk
-		// bytes, split between names: a single datagram for 9,000
-		// names outgrew the socket buffer.
-		var b []byte
-		for _, n := range c.srv.nsm.List() {
-			if len(b) > 0 && len(b)+len(n)+1 > listChunk {
-				c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_NETNS_LIST, 0, m.Header.Sequence, c.portid, b), true)
-				b = nil
-			}
-			b = append(append(b, n...), 0)
-		}
-		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_NETNS_LIST, 0, m.Header.Sequence, c.portid, b), true)
+		c.pushNames(m, c.srv.nsm.List())
+	case rtnl.NLEMU_NETNS_EPHEMERAL:
+		c.pushNames(m, c.srv.Ephemeral())
 	case rtnl.NLEMU_STATS:
 		b, _ := json.Marshal(c.srv.Stats())
 		c.q.push(rtnl.AppendMessage(nil, rtnl.NLEMU_STATS, 0, m.Header.Sequence, c.portid, b), true)
@@ -70,6 +61,22 @@ func (c *conn) admin(m *rtnl.Message) {
 		rerr = rtnl.Errorf(errno, err.Error())
 	}
 	c.q.push(rtnl.AppendAck(nil, m, c.portid, rerr, rtnl.AckOptions{ExtAck: true, CapAck: true}), true)
+}
+
+// pushNames answers a NETNS_LIST or NETNS_EPHEMERAL: one message of the
+// request's type per datagram of at most listChunk bytes, split between
+// names (a single datagram for 9,000 names outgrew the socket buffer).
+func (c *conn) pushNames(m *rtnl.Message, names []string) {
+	typ := uint16(m.Header.Type)
+	var b []byte
+	for _, n := range names {
+		if len(b) > 0 && len(b)+len(n)+1 > listChunk {
+			c.q.push(rtnl.AppendMessage(nil, typ, 0, m.Header.Sequence, c.portid, b), true)
+			b = nil
+		}
+		b = append(append(b, n...), 0)
+	}
+	c.q.push(rtnl.AppendMessage(nil, typ, 0, m.Header.Sequence, c.portid, b), true)
 }
 
 // Stats is a snapshot of the server's counters (`nlemu stats --json`).

@@ -74,6 +74,20 @@ func (cl *Client) NetnsList() ([]string, error) {
 	return strings.Split(s, "\x00"), nil
 }
 
+// NetnsEphemeral lists the server's ephemeral namespaces: those made by
+// a HELLO with Options.Ephemeral, deleted when their last socket closes.
+func (cl *Client) NetnsEphemeral() ([]string, error) {
+	b, err := cl.admin(rtnl.NLEMU_NETNS_EPHEMERAL, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := strings.TrimRight(string(b), "\x00")
+	if s == "" {
+		return nil, nil
+	}
+	return strings.Split(s, "\x00"), nil
+}
+
 // ServerStats fetches the server's counters.
 func (cl *Client) ServerStats() (Stats, error) {
 	var st Stats

@@ -269,7 +269,7 @@ func (c *conn) control(m *rtnl.Message) {
 			break
 		}
 		errno = c.bind(ne.Uint32(d))
-	case rtnl.NLEMU_NETNS_ADD, rtnl.NLEMU_NETNS_DEL, rtnl.NLEMU_NETNS_LIST, rtnl.NLEMU_STATS:
+	case rtnl.NLEMU_NETNS_ADD, rtnl.NLEMU_NETNS_DEL, rtnl.NLEMU_NETNS_LIST, rtnl.NLEMU_STATS, rtnl.NLEMU_NETNS_EPHEMERAL:
 		c.admin(m)
 		return
 	default:

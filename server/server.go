@@ -7,7 +7,6 @@ package server
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -58,6 +57,7 @@ type Server struct {
 	journal     Journal            // set once before serving (journal.go): nil without --state
 
 	lim limitState // limits.go
+	eph ephemerals // ephemeral.go
 }
 
 // New returns a server with one namespace, "default".
@@ -111,6 +111,10 @@ type Options struct {
 	ExtAck, CapAck, StrictCheck, NoENOBUFS bool
 	// Groups is the legacy nl_groups bind mask.
 	Groups uint32
+	// Create creates the namespace when it does not exist; Ephemeral
+	// creates it as an ephemeral one, deleted when its last socket closes
+	// (ephemeral.go).
+	Create, Ephemeral bool
 }
 
 const (
@@ -118,6 +122,8 @@ const (
 	optCapAck
 	optStrict
 	optNoENOBUFS
+	optCreate    // rtnl.NLEMU_HELLO_CREATE (ephemeral.go)
+	optEphemeral // rtnl.NLEMU_HELLO_EPHEMERAL
 )
 
 func (o Options) bits() uint32 {
@@ -134,6 +140,12 @@ func (o Options) bits() uint32 {
 	if o.NoENOBUFS {
 		b |= optNoENOBUFS
 	}
+	if o.Create {
+		b |= optCreate
+	}
+	if o.Ephemeral {
+		b |= optEphemeral
+	}
 	return b
 }
 
@@ -146,13 +158,14 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 	if name == "" {
 		name = nsmgr.DefaultName
 	}
-	ns, ok := s.nsm.Get(name)
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
+	ns, err := s.attach(name, opts) // ephemeral.go
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
+		s.detach(ns)
 		return nil, net.ErrClosed
 	}
 	// An in-process socket's opener is this process (current_uid());
@@ -262,6 +275,7 @@ func (s *Server) retire(c *conn) {
 		s.closedStats.add(&c.st)
 	}
 	s.mu.Unlock()
+	s.detach(c.ns) // an ephemeral namespace goes with its last socket
 }
 
 // totals returns the counts of every socket, open or closed. It takes no

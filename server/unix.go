@@ -93,16 +93,18 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	if i := indexByte(name, 0); i >= 0 {
 		name = name[:i]
 	}
+	opts, mayNotCreate := s.helloCreate(uc, opts) // ephemeral.go
 	c, err := s.open(name, pid, opts, groups)
 	if err != nil {
 		errno, msg := syscall.ESHUTDOWN, "nlemu: the server is shutting down"
 		if errors.Is(err, ErrNoNamespace) {
 			errno, msg = syscall.ENOENT, fmt.Sprintf("namespace %q does not exist", name)
 		}
+		errno, msg = helloCreateError(err, errno, msg, mayNotCreate)
 		uc.Write(helloNack(hello, errno, msg))
 		return
 	}
-	// Server.Close hangs up on the client, ending the reader below.
+	// Server.Close hangs up on the client, ending the handshake's writes.
 	c.onClose(func() { uc.Close() })
 	// What the peer may do (LISTEN_ALL_NSID, privileged groups).
 	c.priv.src = peerPrivileges(uc)
@@ -120,9 +122,17 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	// Keep the kernel's socket buffer small so that this socket's own
 	// receive queue (and its ENOBUFS) decides, not the AF_UNIX buffer.
 	uc.SetWriteBuffer(serverSndbuf)
-	w := &unixWriter{c: c, uc: uc, raw: raw}
+	// From here on the connection is a descriptor of its own, out of the
+	// netpoller while busy (fdconn.go).
+	t, err := takeOver(uc)
+	if err != nil {
+		c.close()
+		return
+	}
+	// Server.Close hangs up on the client, ending the reader below.
+	c.onClose(t.hangup)
+	w := &unixWriter{c: c, t: t}
 	stopWatch := w.watch()
-	defer stopWatch()
 	writerDone := make(chan struct{})
 	go func() {
 		// Delivers what arrives without a request: notifications, and the
@@ -132,7 +142,7 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 		}
 	}()
 	for {
-		b, err := readDatagram(raw)
+		b, err := t.read()
 		if err == errTooBig {
 			c.q.fail(syscall.EMSGSIZE)
 			if !w.drain() {
@@ -152,9 +162,15 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 		if !ok {
 			break
 		}
+		// A connection that sends a request is likely to send the next
+		// one at once (ip -batch): wait for it in busy mode if a slot
+		// is free.
+		t.tryBusy()
 	}
 	c.close()
 	<-writerDone
+	stopWatch()
+	t.close()
 }
 
 // unixWriter moves a connection's queued datagrams into its socket; the
@@ -163,19 +179,14 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 // when the socket is full the datagram stays queued and the writer
 // goroutine waits for the client to read (watch).
 type unixWriter struct {
-	mu  sync.Mutex
-	c   *conn
-	uc  *net.UnixConn
-	raw syscall.RawConn
+	mu sync.Mutex
+	c  *conn
+	t  *fdConn
 	// retry is the wire form of the oldest queued datagram when the
 	// socket was full (guarded by mu).
 	retry []byte
 	// watching: watch follows the client's reads (set before use).
 	watching bool
-	// write's state (guarded by mu).
-	writeFn func(uintptr) bool
-	wbuf    []byte
-	werr    error
 }
 
 // drain writes queued datagrams until none is left or the socket is full;
@@ -200,10 +211,10 @@ func (w *unixWriter) drain() bool {
 		} else {
 			b = w.c.wireForm(b)
 		}
-		err := w.c.q.transmit(errno != 0, b, w.write)
+		err := w.c.q.transmit(errno != 0, b, w.t.send)
 		if err == unix.EAGAIN && !w.watching {
 			// No wakeups to wait for: block (outside q.mu).
-			if _, err = w.uc.Write(b); err == nil {
+			if err = w.t.sendBlocking(b); err == nil {
 				w.c.q.sent(errno != 0, len(b))
 			}
 		}
@@ -224,50 +235,19 @@ func (w *unixWriter) drain() bool {
 	}
 }
 
-// write sends one datagram without waiting.
-func (w *unixWriter) write(b []byte) error {
-	if w.writeFn == nil {
-		w.writeFn = w.writeOnce // one closure per connection, not per write
-	}
-	w.wbuf = b
-	err := w.raw.Write(w.writeFn)
-	w.wbuf = nil
-	if err != nil {
-		return err
-	}
-	return w.werr
-}
-
-// writeOnce is write's raw-socket step: one send of w.wbuf (with mu held).
-func (w *unixWriter) writeOnce(fd uintptr) bool {
-	for {
-		_, w.werr = unix.Write(int(fd), w.wbuf)
-		if w.werr != unix.EINTR {
-			return true
-		}
-	}
-}
-
 // watch makes the connection's queue charge what its socket holds unread
 // (SIOCOUTQ: for AF_UNIX the truesize of the datagrams the peer has not
 // read; settled whenever a datagram would not fit) and, while a stalled
 // writer or a dump waits for room, follows the client's reads: every read
 // frees socket memory and wakes writers (unix_write_space()), which a
-// second descriptor of the socket waits for. That descriptor exists only
+// pollable descriptor of the socket waits for. That descriptor exists only
 // while something waits: registered with the netpoller, every read the
 // client makes would wake a server thread — one per request of a batch
 // client (measured: an epoll wake-up, a futex and a spin per request). It
 // returns the function that stops watching.
 func (w *unixWriter) watch() func() {
 	w.watching = true
-	w.c.q.setTransport(func() (int, bool) {
-		var n int
-		var ierr error
-		if err := w.raw.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil {
-			return 0, false
-		}
-		return n, ierr == nil
-	})
+	w.c.q.setTransport(w.t.outq)
 	var (
 		mu  sync.Mutex
 		cur *os.File // the second descriptor while waiting (guarded by mu)
@@ -295,7 +275,7 @@ func (w *unixWriter) watch() func() {
 	}
 }
 
-// awaitSpace follows the client's reads on a second descriptor of the
+// awaitSpace follows the client's reads on a pollable descriptor of the
 // socket until nothing waits for room any more (or done). Its first check
 // runs at once, so a read that came before the descriptor is not missed.
 func (w *unixWriter) awaitSpace(done chan struct{}, mu *sync.Mutex, cur **os.File) {
@@ -306,26 +286,8 @@ func (w *unixWriter) awaitSpace(done chan struct{}, mu *sync.Mutex, cur **os.Fil
 		}
 		return !w.c.q.wantsSpace()
 	}
-	dup := -1
-	if err := w.raw.Control(func(fd uintptr) {
-		var err error
-		if dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
-			dup = -1
-		}
-	}); err != nil {
-		return
-	}
-	var rc syscall.RawConn
-	var f *os.File
-	if dup >= 0 {
-		f = os.NewFile(uintptr(dup), "nlemu-client")
-		var err error
-		if rc, err = f.SyscallConn(); err != nil {
-			f.Close()
-			f = nil
-		}
-	}
-	if f == nil {
+	f, rc, err := w.t.pollable("nlemu-client-space")
+	if err != nil {
 		// No descriptor to spare (EMFILE): look every millisecond.
 		for !wake() {
 			select {

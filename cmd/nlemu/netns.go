@@ -85,8 +85,21 @@ func runNetns(args []string) int {
 			fmt.Fprintf(os.Stderr, "%s: %s\n", prog, oneLine(err))
 			return 1
 		}
+		// Ephemeral namespaces (made for a kernel namespace a program
+		// under nlemu exec created, deleted with its last socket) are
+		// marked; a server without them answers EOPNOTSUPP: no marks.
+		eph := map[string]bool{}
+		if names, err := c.NetnsEphemeral(); err == nil {
+			for _, n := range names {
+				eph[n] = true
+			}
+		}
 		for _, n := range list {
-			fmt.Println(n)
+			if eph[n] {
+				fmt.Println(n + " (ephemeral)")
+			} else {
+				fmt.Println(n)
+			}
 		}
 		return 0
 	}
