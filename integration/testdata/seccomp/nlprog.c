@@ -235,6 +235,8 @@ int main(int argc, char **argv)
 		if (bind(u, (struct sockaddr *)&sin, sizeof(sin)) < 0 || getsockname(u, (struct sockaddr *)&sin, &l) < 0) {
 			printf("udp bind: %s\n", strerror(errno));
 		} else {
+			struct timeval tv = {.tv_sec = 5};
+			setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 			sendto(u, "hi", 2, 0, (struct sockaddr *)&sin, sizeof(sin));
 			struct sockaddr_in from;
 			socklen_t fl = sizeof(from);

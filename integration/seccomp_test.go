@@ -1,0 +1,317 @@
+package integration
+
+// nlemu exec for static and Go programs: the seccomp supervisor
+// (supervise/, docs/EXEC.md). A static C program and a CGO_ENABLED=0 Go
+// program, both speaking rtnetlink with raw system calls, run under
+// `nlemu exec` inside the host guard and in a fresh kernel namespace
+// (`ip netns exec`); their outputs must be identical.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nlemu/nlemu/integration/kernelns"
+	"github.com/nlemu/nlemu/server"
+)
+
+// seccompFixture is a server nobody may use too, and public copies of
+// nlemu and the two programs.
+type seccompFixture struct {
+	srv   *server.Server
+	dir   string
+	sock  string
+	nlemu string
+	progs map[string]string // "c", "go" -> binary
+	guard *hostGuard
+}
+
+func newSeccompFixture(t *testing.T) *seccompFixture {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed: the static C program cannot be built")
+	}
+	dir, err := os.MkdirTemp("", "nlemu-seccomp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &seccompFixture{dir: dir, progs: map[string]string{}}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	f.progs["c"] = filepath.Join(dir, "nlprog")
+	if out, err := exec.Command("gcc", "-static", "-O1", "-Wall", "-o", f.progs["c"],
+		filepath.Join(root, "integration/testdata/seccomp/nlprog.c"), "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("gcc -static nlprog.c: %v\n%s", err, out)
+	}
+	f.progs["go"] = filepath.Join(dir, "goprog")
+	cmd := exec.Command("go", "build", "-o", f.progs["go"], "./integration/testdata/seccomp/goprog")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build goprog: %v\n%s", err, out)
+	}
+	bin := shimNlemu(t)
+	f.nlemu = filepath.Join(dir, "nlemu")
+	if err := copyExecutable(bin, f.nlemu); err != nil {
+		t.Fatal(err)
+	}
+	// nobody may change state (the unprivileged runs compare with root's
+	// kernel run); the socket is world-connectable in a public directory.
+	f.srv = server.New(server.Config{AllowGroups: []uint32{nobody}})
+	f.sock = filepath.Join(dir, "nlemu.sock")
+	ln, err := f.srv.ListenUnix(f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		f.srv.Close()
+	})
+	f.guard = maybeHostGuard(t, []string{"link", "set", "lo", "up"}) // "others" uses loopback, as on a host
+	return f
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// nlemuRun runs `nlemu exec -n NS -- argv` (as nobody with asUser) inside
+// the host guard and returns stdout; stats, if set, receives the
+// supervisor's counts.
+func (f *seccompFixture) nlemuRun(t *testing.T, ns string, asUser bool, stats string, argv ...string) string {
+	t.Helper()
+	full := append([]string{f.nlemu, "exec", "--socket", f.sock, "-n", ns, "--"}, argv...)
+	if asUser {
+		full = asNobody("", full...)
+	}
+	cmd := exec.Command(full[0], full[1:]...)
+	if f.guard != nil {
+		cmd = f.guard.command(context.Background(), ipcFindIP(), full...)
+	}
+	cmd.Env = os.Environ()
+	if stats != "" {
+		cmd.Env = append(cmd.Env, "NLEMU_EXEC_STATS="+stats)
+	}
+	return runWatched(t, cmd)
+}
+
+func runWatched(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := shimWatchdog(t, cmd, 60*time.Second)
+	out, err := cmd.Output()
+	done()
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(cmd.Args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// kernelRun runs argv in kernel namespace k.
+func kernelRun(t *testing.T, k *kernelns.NS, argv ...string) string {
+	t.Helper()
+	return runWatched(t, exec.Command(ipcFindIP(), append([]string{"netns", "exec", k.Name()}, argv...)...))
+}
+
+// seccompSteps are the commands each program runs, in order, on both sides.
+var seccompSteps = map[string][][]string{
+	"c": {
+		{"rules"}, {"rule-add", "100", "100"}, {"rule-add", "100", "100"}, {"rules"},
+		{"route-get", "10.0.0.1"}, {"addr"}, {"fork"}, {"thread"}, {"others"},
+	},
+	"go": {
+		{"rules"}, {"rule-add", "200", "200"}, {"rule-add", "200", "200"}, {"rules"},
+		{"route-get", "10.0.0.1"}, {"threads", "4"},
+	},
+}
+
+// TestSeccompStaticProgramsMatchKernel: each program's steps give the same
+// output under nlemu exec (root, and nobody) as in a fresh kernel namespace.
+func TestSeccompStaticProgramsMatchKernel(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the kernel side runs in a kernel namespace")
+	}
+	f := newSeccompFixture(t)
+	for _, prog := range []string{"c", "go"} {
+		for _, asUser := range []bool{false, true} {
+			name := prog + "/root"
+			if asUser {
+				name = prog + "/nobody"
+			}
+			t.Run(name, func(t *testing.T) {
+				k := kernelns.NewForTest(t, "h-sc")
+				if _, e, code := k.IP("link", "set", "lo", "up"); code != 0 {
+					t.Fatalf("lo up: %s", e)
+				}
+				ns := "seccomp-" + strings.ReplaceAll(name, "/", "-")
+				if err := f.srv.Namespaces().Add(ns); err != nil {
+					t.Fatal(err)
+				}
+				for _, step := range seccompSteps[prog] {
+					argv := append([]string{f.progs[prog]}, step...)
+					want := kernelRun(t, k, argv...)
+					got := f.nlemuRun(t, ns, asUser, "", argv...)
+					if d := cmp.Diff(want, got); d != "" {
+						t.Errorf("%s %s: nlemu differs from the kernel (-kernel +nlemu):\n%s", prog, strings.Join(step, " "), d)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSeccompSendsDoNotNotify: the supervisor counts its notifications; N
+// route gets from one socket cause one socket(), one bind() and N
+// recvmsg() notifications — the sends never enter the supervisor.
+func TestSeccompSendsDoNotNotify(t *testing.T) {
+	f := newSeccompFixture(t)
+	if err := f.srv.Namespaces().Add("seccomp-count"); err != nil {
+		t.Fatal(err)
+	}
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	const n = 50
+	out := f.nlemuRun(t, "seccomp-count", false, stats, f.progs["c"], "bench", fmt.Sprint(n), "10.0.0.1")
+	if !strings.Contains(out, "route gets") {
+		t.Fatalf("bench: %q", out)
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]uint64
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"socket": 1, "bind": 1, "recvmsg": n, "total": n + 2}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("notifications (-want +got):\n%s", d)
+	}
+}
+
+// TestSeccompUnshareMapsToOwnNamespace: a Go program that enters a
+// namespace made by ip netns add (setns) reaches the nlemu namespace of
+// the same name (created for it, matched by device and inode); one that
+// unshares a new namespace reaches "netns-INODE". The kernel namespaces
+// stay empty.
+func TestSeccompUnshareMapsToOwnNamespace(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: unshare(CLONE_NEWNET) and setns")
+	}
+	f := newSeccompFixture(t)
+	k := kernelns.NewForTest(t, "h-sc-setns")
+	name := k.Name()
+	if err := f.srv.Namespaces().Add("seccomp-unshare"); err != nil {
+		t.Fatal(err)
+	}
+	out := f.nlemuRun(t, "seccomp-unshare", false, "", f.progs["go"], "setns", name, "300", "300")
+	want := "rule add 300 table 300: 0\nrule 0 table 255 action 1\nrule 300 table 300 action 1\nrule 32766 table 254 action 1\nrule 32767 table 253 action 1\n"
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("setns (-want +got):\n%s", d)
+	}
+	// the kernel namespace the program entered is untouched
+	kout, kerr, code := k.IP("rule")
+	wantKernel := "0:\tfrom all lookup local\n32766:\tfrom all lookup main\n32767:\tfrom all lookup default\n"
+	if code != 0 || kout != wantKernel {
+		t.Errorf("ip -n %s rule: exit %d\n%s%s\nwant\n%s", name, code, kout, kerr, wantKernel)
+	}
+	// the start namespace's nlemu namespace did not get the rule
+	if got := f.nlemuRun(t, "seccomp-unshare", false, "", f.progs["go"], "rules"); strings.Contains(got, "300") {
+		t.Errorf("the rule reached -n's namespace:\n%s", got)
+	}
+	// nlemu has the named one, with the rule
+	if got := f.nlemuRun(t, name, false, "", f.progs["go"], "rules"); !strings.Contains(got, "rule 300 table 300") {
+		t.Errorf("nlemu namespace %s lacks the rule:\n%s", name, got)
+	}
+	// a namespace of its own, never named: netns-INODE
+	before := len(f.srv.Namespaces().List())
+	out = f.nlemuRun(t, "seccomp-unshare", false, "", f.progs["go"], "unshare", "301", "301")
+	if !strings.Contains(out, "rule 301 table 301") {
+		t.Errorf("unshare:\n%s", out)
+	}
+	var fresh []string
+	for _, n := range f.srv.Namespaces().List() {
+		if strings.HasPrefix(n, "netns-") {
+			fresh = append(fresh, n)
+		}
+	}
+	if len(fresh) != 1 || len(f.srv.Namespaces().List()) != before+1 {
+		t.Errorf("want one new netns-INODE namespace, have %v", f.srv.Namespaces().List())
+	}
+}
+
+func ipIn(ns string, args ...string) (string, string, int) {
+	cmd := exec.Command(ipcFindIP(), append([]string{"-n", ns}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return o.String(), e.String(), ee.ExitCode()
+	}
+	if err != nil {
+		return o.String(), err.Error(), -1
+	}
+	return o.String(), e.String(), 0
+}
+
+// TestSeccompExitStatus: nlemu exec reports CMD's exit status, and a
+// signal that killed CMD as 128+n (as a shell does).
+func TestSeccompExitStatus(t *testing.T) {
+	f := newSeccompFixture(t)
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{f.progs["c"], "no-such-command"}, 2},
+		{[]string{f.progs["go"], "rules"}, 0},
+		{[]string{"--seccomp", "/bin/sh", "-c", "kill -9 $$"}, 128 + 9},
+		{[]string{"--seccomp", "/bin/sh", "-c", "exit 7"}, 7},
+	} {
+		args := append([]string{"exec", "--socket", f.sock, "--"}, tc.args...)
+		if tc.args[0] == "--seccomp" {
+			args = append([]string{"exec", "--seccomp", "--socket", f.sock, "--"}, tc.args[1:]...)
+		}
+		cmd := exec.Command(f.nlemu, args...)
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.want {
+			t.Errorf("nlemu %s: exit %d, want %d", strings.Join(args, " "), code, tc.want)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package supervise
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	retAllow  = 0x7fff0000 // SECCOMP_RET_ALLOW
+	retNotify = 0x7fc00000 // SECCOMP_RET_USER_NOTIF
+)
+
+// runFilter runs the assembled filter on one seccomp_data in x/net/bpf's
+// VM. The VM loads words big-endian (network order); the kernel loads
+// seccomp_data in host order, so each 32-bit field is stored big-endian at
+// its host-order offset and the VM reads the value the kernel would.
+func runFilter(t *testing.T, vm *bpf.VM, nr int, arch uint32, args [6]uint64) uint32 {
+	t.Helper()
+	b := make([]byte, 64)
+	put := func(off int, v uint32) { binary.BigEndian.PutUint32(b[off:], v) }
+	put(0, uint32(nr))
+	put(4, arch)
+	for i, a := range args {
+		put(16+8*i, uint32(a))       // low word first (little-endian seccomp_data)
+		put(16+8*i+4, uint32(a>>32)) // then the high word
+	}
+	r, err := vm.Run(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(r)
+}
+
+// wantTrapped is the filter's meaning, written out.
+func wantTrapped(r Range, nr int, args [6]uint64) bool {
+	inRange := args[0] >= uint64(r.Base) && args[0] < uint64(r.Base+r.Len)
+	switch nr {
+	case unix.SYS_SOCKET:
+		return args[0] == unix.AF_NETLINK && args[2] == unix.NETLINK_ROUTE
+	case unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_BIND, unix.SYS_CONNECT, unix.SYS_GETSOCKNAME,
+		unix.SYS_GETPEERNAME, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT, unix.SYS_DUP:
+		return inRange
+	case unix.SYS_FCNTL:
+		return inRange && (args[1] == unix.F_DUPFD || args[1] == unix.F_DUPFD_CLOEXEC)
+	}
+	return false
+}
+
+// TestFilterMatchesReference: the BPF program go-seccomp-bpf assembles
+// traps exactly what wantTrapped says, for every system call the
+// supervisor knows of and the data calls it must never see, at the range's
+// edges and at random.
+func TestFilterMatchesReference(t *testing.T) {
+	r := RangeFor(1024)
+	insns, err := Assemble(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(insns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const auditArchX8664 = 0xc000003e
+	nrs := []int{unix.SYS_SOCKET, unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_BIND, unix.SYS_CONNECT,
+		unix.SYS_GETSOCKNAME, unix.SYS_GETPEERNAME, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT, unix.SYS_DUP,
+		unix.SYS_FCNTL, unix.SYS_SENDMSG, unix.SYS_SENDTO, unix.SYS_WRITE, unix.SYS_READ, unix.SYS_CLOSE,
+		unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_RECVMMSG, unix.SYS_EXECVE}
+	fds := []uint64{0, 3, uint64(r.Base - 1), uint64(r.Base), uint64(r.Base + 1), uint64(r.Base + r.Len - 1),
+		uint64(r.Base + r.Len), 1 << 32, 1<<32 | uint64(r.Base)}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var mismatches []string
+	check := func(nr int, args [6]uint64) {
+		got := runFilter(t, vm, nr, auditArchX8664, args) == retNotify
+		if want := wantTrapped(r, nr, args); got != want {
+			mismatches = append(mismatches, syscallName(nr))
+		}
+	}
+	for _, nr := range nrs {
+		for _, fd := range fds {
+			for _, a1 := range []uint64{0, unix.F_DUPFD, unix.F_DUPFD_CLOEXEC, unix.F_SETFL, unix.SOCK_RAW} {
+				for _, a2 := range []uint64{0, unix.NETLINK_GENERIC, 1 << 32} {
+					check(nr, [6]uint64{fd, a1, a2})
+					check(nr, [6]uint64{unix.AF_NETLINK, a1, a2})
+					check(nr, [6]uint64{unix.AF_INET, a1, a2})
+				}
+			}
+		}
+		for range 200 {
+			var args [6]uint64
+			for i := range args {
+				args[i] = rnd.Uint64() >> (rnd.IntN(64))
+			}
+			check(nr, args)
+		}
+	}
+	if len(mismatches) > 0 {
+		t.Errorf("filter and reference disagree for %d inputs, first for %s", len(mismatches), mismatches[0])
+	}
+	// another architecture (the 32-bit ABI) is not trapped by number
+	if got := runFilter(t, vm, unix.SYS_SOCKET, 0x40000003, [6]uint64{unix.AF_NETLINK}); got == retNotify {
+		t.Errorf("i386 socket() trapped as x86_64's")
+	}
+	// sends and writes are allowed outright
+	for _, nr := range []int{unix.SYS_SENDMSG, unix.SYS_SENDTO, unix.SYS_WRITE} {
+		if got := runFilter(t, vm, nr, auditArchX8664, [6]uint64{uint64(r.Base)}); got != retAllow {
+			t.Errorf("%d on a netlink descriptor: %#x, want allow", nr, got)
+		}
+	}
+}
+
+// TestRangeFor: the range sits just below the soft limit (replace_fd()
+// refuses a number at or above it), within small limits too.
+func TestRangeFor(t *testing.T) {
+	for _, tc := range []struct {
+		soft uint64
+		want Range
+	}{
+		{1024, Range{960, 64}},
+		{4096, Range{4032, 64}},
+		{100, Range{50, 50}},
+		{1 << 40, Range{1<<20 - 64, 64}},
+	} {
+		if d := cmp.Diff(tc.want, RangeFor(tc.soft)); d != "" {
+			t.Errorf("RangeFor(%d) (-want +got):\n%s", tc.soft, d)
+		}
+	}
+}
