@@ -1,17 +1,15 @@
 package supervise
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nlemu/nlemu/server"
+	"github.com/nlemu/nlemu/rtnl"
 )
 
 // nsID identifies a kernel network namespace: the device and inode of its
@@ -32,68 +30,52 @@ var runNetns = "/run/netns"
 // nsMap maps the kernel network namespace a socket() caller is in to the
 // nlemu namespace its socket attaches to (issue 11 item 2): the start
 // namespace to the one named by -n; a namespace with a /run/netns entry
-// (matched by device and inode) to the nlemu namespace of that name;
-// any other to "netns-INODE". Both are created on the server when missing.
+// (matched by device and inode) to the nlemu namespace of that name,
+// created by the HELLO if missing (NLEMU_HELLO_CREATE), as ip netns add
+// names one; any other to an ephemeral "netns-INODE" (NLEMU_HELLO_CREATE|
+// NLEMU_HELLO_EPHEMERAL: the server deletes it when its last socket
+// closes, as a kernel namespace goes with its last reference).
 type nsMap struct {
-	socket string
-	mu     sync.Mutex
-	known  map[nsID]string // guarded by mu; created on the server
+	mu    sync.Mutex
+	known map[nsID]nsTarget // guarded by mu: the /run/netns scan's result
 }
 
-func (m *nsMap) init(socket string) {
-	m.socket = socket
-	m.known = map[nsID]string{}
+// nsTarget is a namespace name and the HELLO option bits that create it.
+type nsTarget struct {
+	name string
+	opts uint32
+}
+
+func (m *nsMap) init() {
+	m.known = map[nsID]nsTarget{}
 }
 
 // name returns the nlemu namespace for thread tid, decided from the
 // thread's own namespace (the notification's pid is the thread's id, and
 // unshare/setns change one thread).
-func (m *nsMap) name(tid int, start nsID, startName string) (string, error) {
+func (m *nsMap) name(tid int, start nsID, startName string) (nsTarget, error) {
 	id, err := nsOf("/proc/" + strconv.Itoa(tid) + "/ns/net")
 	if err != nil {
-		return "", fmt.Errorf("the network namespace of thread %d: %w", tid, err)
+		return nsTarget{}, fmt.Errorf("the network namespace of thread %d: %w", tid, err)
 	}
 	if id == start {
-		return startName, nil
+		return nsTarget{name: startName}, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n, ok := m.known[id]; ok {
 		return n, nil
 	}
-	name := ""
 	if ents, err := os.ReadDir(runNetns); err == nil {
 		for _, e := range ents {
 			if nid, err := nsOf(filepath.Join(runNetns, e.Name())); err == nil && nid == id {
-				name = e.Name()
-				break
+				t := nsTarget{name: e.Name(), opts: rtnl.NLEMU_HELLO_CREATE}
+				m.known[id] = t
+				return t, nil
 			}
 		}
 	}
-	if name == "" {
-		name = "netns-" + strconv.FormatUint(id.ino, 10)
-	}
-	if err := m.create(name); err != nil {
-		return "", err
-	}
-	m.known[id] = name
-	return name, nil
-}
-
-// create adds namespace name on the server unless it exists.
-func (m *nsMap) create(name string) error {
-	cl, err := server.DialUnix(m.socket, server.Options{})
-	if err != nil {
-		return fmt.Errorf("no server at %s: %w", m.socket, err)
-	}
-	defer cl.Close()
-	err = cl.NetnsAdd(name)
-	var ae *server.AdminError
-	if errors.As(err, &ae) && ae.Errno == syscall.EEXIST {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("creating namespace %q on the server: %w", name, err)
-	}
-	return nil
+	// Not cached: a later ip netns add may name it, and an inode is reused
+	// once the namespace is gone.
+	return nsTarget{name: "netns-" + strconv.FormatUint(id.ino, 10), opts: rtnl.NLEMU_HELLO_CREATE | rtnl.NLEMU_HELLO_EPHEMERAL}, nil
 }

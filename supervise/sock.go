@@ -65,8 +65,9 @@ var errNoServer = syscall.ECONNREFUSED
 
 // dial opens one server connection with the HELLO done (docs/PROTOCOL.md):
 // a SOCK_SEQPACKET Unix socket attached to namespace ns, with pid as the
-// port id hint, and notifications framed with their group.
-func dial(path, ns string, pid uint32) (int, uint32, error) {
+// port id hint and the HELLO option bits opts, and notifications framed
+// with their group.
+func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, 0, err
@@ -87,6 +88,7 @@ func dial(path, ns string, pid uint32) (int, uint32, error) {
 	p := make([]byte, 16, 16+len(ns)+1)
 	ne.PutUint32(p[0:], 1)
 	ne.PutUint32(p[4:], pid)
+	ne.PutUint32(p[8:], opts)
 	p = append(append(p, ns...), 0)
 	if _, err := unix.Write(fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p)); err != nil {
 		return fail(err)

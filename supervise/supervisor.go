@@ -57,7 +57,7 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{cfg: cfg, lfd: lfd, startNS: id, socks: map[uint64]*sock{}, pidfds: map[int]int{}}
-	s.nsMap.init(cfg.Socket)
+	s.nsMap.init()
 	return s, nil
 }
 
@@ -327,7 +327,7 @@ func (s *Supervisor) socket(c *call) {
 		c.fail(errNoServer)
 		return
 	}
-	fd, portid, err := dial(s.cfg.Socket, ns, tgid(c.tid))
+	fd, portid, err := dial(s.cfg.Socket, ns.name, tgid(c.tid), ns.opts)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
 		c.fail(errNoServer)
