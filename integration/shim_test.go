@@ -547,9 +547,12 @@ func TestShimIPRoute2(t *testing.T) {
 			}
 			return errb.String(), cmd.ProcessState.ExitCode()
 		}
+		// A missing namespace is the shim's to report (nlemu exec only
+		// connects, no handshake): ip's socket() fails with ENOENT.
 		errs, code := run("exec", "--socket", f.sock, "-n", "no-such-ns", "--", ip, "rule")
-		if code != 1 || errs != "nlemu exec: namespace \"no-such-ns\" does not exist\n" {
-			t.Errorf("unknown namespace: rc %d %q", code, errs)
+		if want := "nlemu: namespace \"no-such-ns\" does not exist on the nlemu server at " + f.sock + "\n" +
+			"Cannot open netlink socket: No such file or directory\n"; code != 1 || errs != want {
+			t.Errorf("unknown namespace: rc %d %q, want 1 %q", code, errs, want)
 		}
 		missing := filepath.Join(f.dir, "missing.sock")
 		errs, code = run("exec", "--socket", missing, "-n", "default", "--", ip, "rule")
@@ -580,4 +583,111 @@ func TestShimIPRoute2(t *testing.T) {
 			t.Errorf("environment:\n%q\nwant:\n%q", out, want)
 		}
 	})
+}
+
+// TestExecFastPathSkipsGoRuntime: once the shim is built and verified,
+// `nlemu exec` runs CMD from a C constructor before its Go runtime starts
+// (cmd/nlemu/execfast_cgo.go), and CMD sees exactly what the Go path gives
+// it. The Go runtime's start shows as GODEBUG=inittrace=1 lines on stderr;
+// the fast path prints none. Whatever the fast path cannot decide (an
+// unknown flag, a missing server, a static program, a library that changed
+// since its record was written) is left to the Go path, which says why.
+func TestExecFastPathSkipsGoRuntime(t *testing.T) {
+	f := newShimFixture(t)
+	bin := shimNlemu(t)
+	cache := t.TempDir() // a fresh cache: the first run builds the shim in Go
+	run := func(env []string, args ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache, "GODEBUG=inittrace=1",
+			"LD_PRELOAD=/nonexistent/other.so")
+		cmd.Env = append(cmd.Env, env...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		done := shimWatchdog(t, cmd, 120*time.Second)
+		cmd.Run()
+		done()
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	goRan := func(stderr string) bool { return strings.Contains(stderr, "init runtime @") }
+	show := []string{"exec", "--socket", f.sock, "-n", "fast", "--", "sh", "-c",
+		`printf '%s|%s|%s|%s\n' "$LD_PRELOAD" "$NLEMU_SOCKET" "$NLEMU_NETNS" "$*"`, "sh", "a b", "c"}
+
+	slowOut, slowErr, code := run(nil, show...)
+	if code != 0 || !goRan(slowErr) {
+		t.Fatalf("first run (builds the shim): exit %d, stderr %q; want 0 and the Go runtime's start", code, slowErr)
+	}
+	if !strings.HasSuffix(slowOut, "|"+f.sock+"|fast|a b c\n") || !strings.Contains(slowOut, ":/nonexistent/other.so|") {
+		t.Errorf("first run: CMD saw %q", slowOut)
+	}
+	fastOut, fastErr, code := run(nil, show...)
+	if code != 0 || goRan(fastErr) {
+		t.Errorf("second run: exit %d, stderr %q; want 0 and no Go runtime start (the fast path)", code, fastErr)
+	}
+	if fastOut != slowOut {
+		t.Errorf("the fast path gave CMD\n%q\nthe Go path\n%q", fastOut, slowOut)
+	}
+	// The forms of the flags the fast path parses; the result is the same.
+	for _, args := range [][]string{
+		{"exec", "--socket=" + f.sock, "-n=fast", "sh", "-c", "echo $NLEMU_NETNS"},
+		{"exec", "-socket", f.sock, "--netns", "fast", "--", "sh", "-c", "echo $NLEMU_NETNS"},
+	} {
+		out, errs, code := run(nil, args...)
+		if code != 0 || goRan(errs) || out != "fast\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want fast, on the fast path", args, code, out, errs)
+		}
+	}
+	// The exit status and death by signal are CMD's own on the fast path too.
+	if _, errs, code := run(nil, "exec", "--socket", f.sock, "--", "sh", "-c", "exit 7"); code != 7 || goRan(errs) {
+		t.Errorf("exit 7: got %d, Go ran %v", code, goRan(errs))
+	}
+
+	// Left to the Go path, which answers as it always did.
+	cases := []struct {
+		name     string
+		env      []string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"NoServer", nil, []string{"exec", "--socket", filepath.Join(f.dir, "none.sock"), "--", "true"},
+			1, "nlemu exec: no server at " + filepath.Join(f.dir, "none.sock") + ": no such file or directory\n"},
+		{"UnknownFlag", nil, []string{"exec", "--bogus", "--", "true"}, 2, "nlemu exec: flag provided but not defined: -bogus\n"},
+		{"NotFound", nil, []string{"exec", "--socket", f.sock, "--", "no-such-command-here"}, 127,
+			"nlemu exec: no-such-command-here: command not found\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs, code := run(c.env, c.args...)
+			if !goRan(errs) {
+				t.Errorf("the fast path ran; want the Go path")
+			}
+			var lines []string
+			for _, l := range strings.SplitAfter(errs, "\n") {
+				if l != "" && !strings.HasPrefix(l, "init ") && !strings.HasPrefix(l, "ERROR: ld.so:") {
+					lines = append(lines, l)
+				}
+			}
+			if got := strings.Join(lines, ""); code != c.wantCode || !strings.HasPrefix(got, c.wantErr) {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, got, c.wantCode, c.wantErr)
+			}
+		})
+	}
+
+	// A library that is no longer the one recorded (here: a new mtime) is
+	// not used by the fast path; the Go path verifies it and records it again.
+	lib := strings.SplitN(strings.SplitN(slowOut, "|", 2)[0], ":", 2)[0]
+	if !strings.HasPrefix(lib, cache) {
+		t.Fatalf("the shim %q is not in the test's cache %s", lib, cache)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(lib, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(nil, show...); code != 0 || !goRan(errs) {
+		t.Errorf("after the library changed: exit %d, Go ran %v; want 0 on the Go path", code, goRan(errs))
+	}
+	if _, errs, code := run(nil, show...); code != 0 || goRan(errs) {
+		t.Errorf("after the Go path recorded it again: exit %d, Go ran %v; want 0 on the fast path", code, goRan(errs))
+	}
 }

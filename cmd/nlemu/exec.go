@@ -31,13 +31,18 @@ signals and the exit status are CMD's own.
 The server socket is --socket, else $NLEMU_SOCKET, else the per-user default.
 
 CMD never reaches the host kernel's rtnetlink by accident: nlemu exec fails
-(one line, exit 1) before running CMD if the server does not answer or the
-namespace is missing, or if CMD is a program the shim cannot attach to: a
+(one line, exit 1) before running CMD if no server accepts connections on
+the socket, or if CMD is a program the shim cannot attach to: a
 statically linked or Go executable (no libc socket() calls to interpose), a
 set-user-ID/set-group-ID or file-capability executable (the dynamic loader
 ignores LD_PRELOAD in secure-execution mode), or one for another ELF class
-or machine than the shim. If the server goes away later, the shim's socket()
-fails with ECONNREFUSED instead of opening a kernel socket. What CMD starts
+or machine than the shim. If the namespace is missing, CMD's first
+NETLINK_ROUTE socket() fails with ENOENT and the shim says so on one line;
+if the server goes away later, socket() fails with ECONNREFUSED instead of
+opening a kernel socket. Once the shim is built and verified, nlemu exec
+adds about one plain exec's cost to CMD's start: it does not start its Go
+runtime, only checks the arguments, the shim and CMD's ELF header, and
+connects once to the server's socket (no handshake). What CMD starts
 in turn (a shell's children) is not checked: each is attached if it is a
 dynamically linked libc program, and talks to the host kernel otherwise.
 `
@@ -73,7 +78,7 @@ func runExec(args []string) int {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	if err := execCheckServer(path, *ns); err != nil {
+	if err := execCheckConnect(path); err != nil {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
 		return 1
 	}
@@ -103,6 +108,7 @@ func runExec(args []string) int {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
 		return 1
 	}
+	writeFastRecord(lib) // execfast.go: the next run may skip all this
 	err = syscall.Exec(bin, argv, execEnv(os.Environ(), lib, path, *ns))
 	fmt.Fprintf(os.Stderr, "nlemu exec: %s: %v\n", argv[0], err)
 	if errors.Is(err, os.ErrNotExist) {
