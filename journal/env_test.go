@@ -39,6 +39,9 @@ func openEnv(t *testing.T, dir string, opt Options) *env {
 
 func tryOpenEnv(t *testing.T, dir string, opt Options) (*env, error) {
 	e := &env{t: t, srv: server.New(server.Config{})}
+	if opt.allocChunk == 0 {
+		opt.allocChunk = 4 << 10 // small files to copy and cut
+	}
 	opt.Logf = func(f string, args ...any) {
 		e.mu.Lock()
 		e.log = append(e.log, fmt.Sprintf(f, args...))

@@ -400,7 +400,26 @@ func (j *Journal) commit() {
 		if j.failed == nil && j.written >= j.opt.RotateBytes {
 			j.rotate()
 		}
+		j.allocateAhead()
 		j.mu.Unlock()
+	}
+}
+
+// allocateAhead extends the current file by a chunk once less than half a
+// chunk is left, so that changes rarely wait for an allocation in
+// reserve. Called by the committer with mu held; it drops mu while it
+// writes: only the committer writes records, so nothing lands in the
+// region meanwhile, and reserve extending it too is harmless.
+func (j *Journal) allocateAhead() {
+	if j.failed != nil || j.alloc-(j.used+j.reserved) >= j.opt.allocChunk/2 {
+		return
+	}
+	f, off := j.cur, j.alloc
+	j.mu.Unlock()
+	err := f.Allocate(off, j.opt.allocChunk)
+	j.mu.Lock()
+	if err == nil && j.cur == f {
+		j.alloc = max(j.alloc, off+j.opt.allocChunk)
 	}
 }
 

@@ -109,8 +109,9 @@ func decodeRecord(b []byte) (record, int, error) {
 type scan struct {
 	recs []record
 	good int // bytes of whole, valid, consecutive records
-	// tail is set when bytes follow the last good record: a torn or corrupt
-	// record (a crash in the middle of a write leaves one).
+	// tail is set when bytes other than zeros follow the last good record:
+	// a torn or corrupt record (a crash in the middle of a write leaves
+	// one). Zeros after it are the room the journal allocated ahead.
 	tail bool
 	// later counts valid-looking records found after the tail's start:
 	// with them the tail is corruption, not a torn write.
@@ -137,6 +138,9 @@ func scanRecords(b []byte) scan {
 		off += n
 	}
 	s.good = off
+	if s.tail && allZero(b[off:]) {
+		s.tail = false
+	}
 	if s.tail {
 		var last uint64
 		if len(s.recs) > 0 {
@@ -152,6 +156,15 @@ func scanRecords(b []byte) scan {
 		}
 	}
 	return s
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshotHeader is a snapshot's first record's payload.

@@ -56,7 +56,7 @@ func FuzzScanRecords(f *testing.F) {
 	f.Add(make([]byte, 64))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := scanRecords(b)
-		if s.good > len(b) || (s.good < len(b)) != s.tail {
+		if s.good > len(b) || s.tail && allZero(b[s.good:]) || !s.tail && !allZero(b[s.good:]) {
 			t.Fatalf("good %d of %d, tail %v", s.good, len(b), s.tail)
 		}
 		var re []byte

@@ -159,7 +159,7 @@ func (j *Journal) restore() (*Restored, error) {
 		}
 		live = append(live, n)
 	}
-	var good int64
+	var good, size int64
 	for i := 0; i < len(live); i++ {
 		n := live[i]
 		if n != covers+uint64(i) {
@@ -204,7 +204,7 @@ func (j *Journal) restore() (*Restored, error) {
 		lastSeq = sc.recs[len(sc.recs)-1].Seq
 		rs.Journals++
 		if last {
-			good = int64(sc.good)
+			good, size = int64(sc.good), int64(len(data))
 		} else {
 			j.closedBytes += int64(len(data))
 		}
@@ -237,7 +237,9 @@ func (j *Journal) restore() (*Restored, error) {
 		}
 	}
 	j.cur, j.curNum, j.written, j.used, j.alloc = f, n, good, good, good
-	if f.Allocate(good, j.opt.allocChunk) == nil {
+	if rs.TornBytes == 0 {
+		j.alloc = size // zeros allocated ahead
+	} else if f.Allocate(good, j.opt.allocChunk) == nil {
 		j.alloc += j.opt.allocChunk
 	}
 	if j.closedBytes > 0 && j.closedBytes >= j.snapBytes {
