@@ -20,20 +20,26 @@ import (
 	"github.com/nlemu/nlemu/server"
 )
 
-const execUsage = `usage: nlemu exec [--socket PATH] [-n NAME] [--] CMD [ARGS...]
+const execUsage = `usage: nlemu exec [--socket PATH] [-n NAME] [--seccomp|--preload] [--] CMD [ARGS...]
 
 Runs CMD with its NETLINK_ROUTE sockets attached to namespace NAME of the
-nlemu server (default namespace: "default"). CMD must be a dynamically linked
-libc program (such as iproute2's ip); the redirection is an LD_PRELOAD shim.
-nlemu exec replaces itself with CMD (execve), so stdin, stdout, stderr,
-signals and the exit status are CMD's own.
+nlemu server (default namespace: "default"). A dynamically linked libc
+program (such as iproute2's ip) is redirected by an LD_PRELOAD shim: nlemu
+exec replaces itself with CMD (execve), so stdin, stdout, stderr, signals
+and the exit status are CMD's own. A statically linked or Go program (or any
+CMD with --seccomp) runs under a seccomp supervisor instead: nlemu exec stays
+as CMD's parent, answers its NETLINK_ROUTE socket() calls with server
+connections, forwards signals and exits with CMD's status (128+n if signal
+n killed it); its children and threads are supervised too, and a network
+namespace CMD makes maps to an nlemu namespace of its own (docs/EXEC.md).
+--preload forces the shim.
 
 The server socket is --socket, else $NLEMU_SOCKET, else the per-user default.
 
 CMD never reaches the host kernel's rtnetlink by accident: nlemu exec fails
 (one line, exit 1) before running CMD if no server accepts connections on
-the socket, or if CMD is a program the shim cannot attach to: a
-statically linked or Go executable (no libc socket() calls to interpose), a
+the socket, or if CMD is a program the shim cannot attach to (with
+--preload: a statically linked or Go executable), a
 set-user-ID/set-group-ID or file-capability executable (the dynamic loader
 ignores LD_PRELOAD in secure-execution mode), or one for another ELF class
 or machine than the shim. If the namespace is missing, CMD's first
@@ -44,7 +50,8 @@ adds about one plain exec's cost to CMD's start: it does not start its Go
 runtime, only checks the arguments, the shim and CMD's ELF header, and
 connects once to the server's socket (no handshake). What CMD starts
 in turn (a shell's children) is not checked: each is attached if it is a
-dynamically linked libc program, and talks to the host kernel otherwise.
+dynamically linked libc program, and talks to the host kernel otherwise
+(under the seccomp supervisor every descendant is attached).
 `
 
 // runExec implements `nlemu exec`. It returns the process exit code.
