@@ -37,6 +37,10 @@
  *    stays queued in the socket until a receive call consumes it, so the socket
  *    stays readable for poll() while an error is pending (the kernel reports
  *    POLLERR there; POLLIN is what we can offer).
+ *  - a MSG_PEEK in a single-threaded process reads the datagram out of the
+ *    socket into the shim, and the next receive call is answered from it
+ *    (iproute2's sizing peek and read: one recvmsg); poll/select/epoll give
+ *    it back first, so readiness is the kernel's ("peeking at the floor").
  *  - if_nametoindex/if_indextoname/if_nameindex resolve through the emulated
  *    namespace with RTM_GETLINK on a private connection.
  *  - ioctl() with a network-configuration request (0x89xx: SIOCGIF*,
@@ -56,7 +60,9 @@
  * datagrams carry no SCM_CREDENTIALS; a socket is bound (has its port id)
  * from socket() on, so bind()'s nl_pid is not checked; unicast to other netlink
  * ports is not supported (destination addresses are ignored); the
- * recvmmsg() timeout is not emulated; a signal handler that uses an
+ * recvmmsg() timeout is not emulated; a datagram peeked before fork() goes
+ * to the parent only, and one peeked before an execve() that keeps the
+ * socket is lost; a signal handler that uses an
  * emulated fd can deadlock if it interrupts this library holding its lock
  * (calls on ordinary fds never take it).
  *
@@ -788,6 +794,76 @@ static void say_unreachable(const char *path, const char *why)
 	say("nlemu: cannot reach the nlemu server at %s: %s\n", path, why);
 }
 
+/* ---- which nlemu namespace a thread's kernel namespace maps to --------- */
+
+/* Issue 11 item 2 (owned by the Go API part, h-go): every kernel network
+ * namespace a thread is in maps to its own nlemu namespace, decided at
+ * socket() time from the calling thread's /proc/thread-self/ns/net:
+ *  - the namespace the program under `nlemu exec` started in maps to
+ *    $NLEMU_NETNS. It is recorded once, by the first process that loads the
+ *    shim, in $NLEMU_NETNS_START ("dev:ino" of its nsfs file), which children
+ *    inherit: `ip netns exec X CMD` enters X before it execs CMD, and CMD's
+ *    shim must still know where the program began;
+ *  - a namespace with a /run/netns entry (same device and inode: `ip netns
+ *    add X`) maps to the nlemu namespace X, created if missing
+ *    (HELLO_OPT_CREATE);
+ *  - any other (unshare(CLONE_NEWNET), netns.New()) maps to "netns-INODE",
+ *    created as an ephemeral namespace that the server deletes when its last
+ *    socket closes (HELLO_OPT_CREATE | HELLO_OPT_EPHEMERAL).
+ * The real kernel namespace stays empty: nothing reaches it. */
+#include <dirent.h>
+#include <sys/stat.h>
+#define HELLO_OPT_CREATE (1u << 4)
+#define HELLO_OPT_EPHEMERAL (1u << 5)
+
+__attribute__((constructor)) static void netns_start_record(void)
+{
+	struct stat st;
+	const char *s = getenv("NLEMU_NETNS_START");
+	const char *sock = getenv("NLEMU_SOCKET");
+	if (!sock || !*sock || (s && *s) || stat("/proc/self/ns/net", &st) != 0)
+		return;
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	setenv("NLEMU_NETNS_START", buf, 0);
+}
+
+/* thread_netns writes the nlemu namespace for the calling thread into buf
+ * and returns the HELLO option bits that go with it. */
+static uint32_t thread_netns(char *buf, size_t len)
+{
+	const char *def = netns_name();
+	struct stat st;
+	const char *start = getenv("NLEMU_NETNS_START");
+	unsigned long long sdev, sino;
+	if (stat("/proc/thread-self/ns/net", &st) != 0 || !start ||
+	    sscanf(start, "%llu:%llu", &sdev, &sino) != 2 ||
+	    ((unsigned long long)st.st_dev == sdev && (unsigned long long)st.st_ino == sino)) {
+		snprintf(buf, len, "%s", def);
+		return 0;
+	}
+	DIR *d = opendir("/run/netns");
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[512];
+			struct stat es;
+			snprintf(path, sizeof(path), "/run/netns/%s", e->d_name);
+			if (stat(path, &es) == 0 && es.st_dev == st.st_dev && es.st_ino == st.st_ino) {
+				snprintf(buf, len, "%s", e->d_name);
+				closedir(d);
+				return HELLO_OPT_CREATE;
+			}
+		}
+		closedir(d);
+	}
+	snprintf(buf, len, "netns-%llu", (unsigned long long)st.st_ino);
+	return HELLO_OPT_CREATE | HELLO_OPT_EPHEMERAL;
+}
+
 /* server_open connects to the server and completes HELLO for the namespace
  * in $NLEMU_NETNS. On success it returns the fd and stores the port id. On
  * failure it prints one line on stderr and returns -1 with errno set:
@@ -796,7 +872,9 @@ static void say_unreachable(const char *path, const char *why)
 static int server_open(int cloexec, uint32_t *portid)
 {
 	const char *path = server_path();
-	const char *ns = netns_name();
+	char nsbuf[256];
+	uint32_t nsopts = thread_netns(nsbuf, sizeof(nsbuf)); /* issue 11 item 2 */
+	const char *ns = nsbuf;
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t plen = strlen(path);
 	if (plen >= sizeof(sun.sun_path)) {
@@ -832,7 +910,7 @@ static int server_open(int cloexec, uint32_t *portid)
 	struct nlmsghdr *h = (struct nlmsghdr *)hello;
 	h->nlmsg_len = (uint32_t)hlen;
 	h->nlmsg_type = NLEMU_HELLO;
-	uint32_t fields[4] = {NLEMU_VERSION, (uint32_t)getpid(), 0, 0};
+	uint32_t fields[4] = {NLEMU_VERSION, (uint32_t)getpid(), nsopts, 0};
 	memcpy(hello + NLMSG_HDRLEN, fields, sizeof(fields));
 	memcpy(hello + NLMSG_HDRLEN + 16, ns, nlen);
 	ssize_t n = real_send(fd, hello, hlen, MSG_NOSIGNAL);
