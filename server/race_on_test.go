@@ -6,4 +6,4 @@ package server
 // TestUnixIdleConnectionsCostNoThread: the race detector allows 8,128
 // goroutines alive at once, and each connection has three on the server
 // side.
-const idleConns = 800
+const idleConns = 500

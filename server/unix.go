@@ -161,9 +161,9 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 			break
 		}
 		// A connection that sends a request is likely to send the next
-		// one at once (ip -batch): wait for it in busy mode if a slot
-		// is free.
-		t.tryBusy()
+		// one at once (ip -batch): wait for it in busy mode if it is
+		// served alone (fdconn.go).
+		t.afterRequest()
 	}
 	c.close()
 	<-writerDone
