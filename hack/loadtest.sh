@@ -9,23 +9,52 @@
 # With --kernel the same loop also runs against real kernel namespaces
 # (`ip netns add`, `nsenter --net=/var/run/netns/ns-$i ip -$v -batch`), as
 # root, and both timings are printed side by side.
+#
+# Besides wall time it reports, per rule, the CPU and the system calls of
+# each side: the clients (every `nlemu exec`/`nsenter` and `ip` process of
+# the loop: bash's `time` of the loop, which waits for them all) and the
+# nlemu server (utime+stime from /proc/<pid>/stat; for the kernel the rule
+# work is the clients' system time). System calls are counted in the kernel
+# by `perf stat -e raw_syscalls:sys_enter` (a counter per task, inherited
+# by children: no tracing, no measurable cost), around the loop for the
+# clients and around `nlemu serve` for the server (200 ms intervals summed
+# over the loop's window); without perf they show as "-". First of all it
+# runs the SEQPACKET round-trip floor (hack/floor.sh, 16 pairs) and gives
+# every wall time per rule as a ratio to it.
 set -euo pipefail
 
 kernel=0
 if [ "${1:-}" = "--kernel" ]; then kernel=1; shift; fi
 N=${1:-4096}
 case "$N" in ''|*[!0-9]*|0*) echo "usage: $0 [--kernel] [N]   (N: namespaces, at least 1)" >&2; exit 2;; esac
+R=1024
 
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 export NLEMU_SOCKET=$work/nlemu.sock
 bin=$work/nlemu
 go build -o "$bin" ./cmd/nlemu
-"$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
-server=$!
+
+echo "=== floor (hack/floor.sh: AF_UNIX SOCK_SEQPACKET round trip, 16 pairs) ==="
+floor=$(hack/floor.sh --us)
+echo "floor ${floor} us per round trip"
+
+perf=0
+if command -v perf >/dev/null 2>&1 && perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then
+	perf=1
+fi
+if [ "$perf" = 1 ]; then
+	perf stat -I 200 -x, -e raw_syscalls:sys_enter -o "$work/server.perf" -- "$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
+	perfpid=$!
+	perf0=$(date +%s.%N)
+	for _ in $(seq 50); do server=$(pgrep -P "$perfpid" -x nlemu || true); [ -n "$server" ] && break; sleep 0.1; done
+else
+	"$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
+	server=$!
+fi
 cleanup() {
 	kill "$server" 2>/dev/null || true
-	wait "$server" 2>/dev/null || true
+	wait 2>/dev/null || true
 	if [ "$kernel" = 1 ]; then
 		for i in $(seq "$N"); do ip netns del "kb-ns-$i" 2>/dev/null || true; done
 	fi
@@ -35,16 +64,45 @@ trap cleanup EXIT
 for _ in $(seq 50); do [ -S "$NLEMU_SOCKET" ] && break; sleep 0.1; done
 
 F=$work/rules.txt
-printf 'rule add from all table %d\n' {1..1024} > "$F"
-TIMEFORMAT=%R
-declare -A result
+printf 'rule add from all table %d\n' $(seq $R) > "$F"
+TIMEFORMAT='%R %U %S'
+declare -A wall cu cs csc su ssc
+
+# cputicks PID: utime+stime of a process in clock ticks.
+cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+# clientrun OUT CMD...: runs CMD (the parallel loop) timed, counting its
+# processes' system calls with perf when there is perf; prints
+# "wall user sys syscalls".
+clientrun() {
+	local t n=-
+	if [ "$perf" = 1 ]; then
+		t=$( { time perf stat -x, -e raw_syscalls:sys_enter -o "$work/client.perf" -- bash -c "$1" ; } 2>&1 | tail -1)
+		n=$(awk -F, '/raw_syscalls/ {print $1}' "$work/client.perf")
+	else
+		t=$( { time bash -c "$1" ; } 2>&1 | tail -1)
+	fi
+	echo "$t $n"
+}
+# serversyscalls FROM TO: the server's system calls between two times
+# (seconds since the epoch), from perf's 200 ms intervals.
+serversyscalls() {
+	[ "$perf" = 1 ] || { echo -; return; }
+	sleep 0.5 # the interval that holds TO
+	awk -F, -v a="$(echo "$1 - $perf0" | bc)" -v b="$(echo "$2 - $perf0 + 0.2" | bc)" \
+		'/raw_syscalls/ && $1 > a && $1 <= b && $2 ~ /^[0-9]+$/ {s += $2} END {print s + 0}' "$work/server.perf"
+}
 
 echo "=== nlemu: $N namespaces ==="
 for i in $(seq "$N"); do "$bin" netns add "ns-$i"; done
 for v in 4 6; do
 	echo "=== IPv${v} ==="
-	result[nlemu$v]=$( { time { for i in $(seq "$N"); do "$bin" exec -n "ns-$i" -- ip -"$v" -batch "$F" & done; wait; } ; } 2>&1 )
-	echo "real ${result[nlemu$v]}s"
+	s0=$(cputicks "$server"); t0=$(date +%s.%N)
+	read -r wall[nlemu$v] cu[nlemu$v] cs[nlemu$v] csc[nlemu$v] < <(clientrun "for i in \$(seq $N); do '$bin' exec -n ns-\$i -- ip -$v -batch '$F' & done; wait")
+	t1=$(date +%s.%N); s1=$(cputicks "$server")
+	su[nlemu$v]=$(echo "scale=3; ($s1 - $s0) / $hz" | bc)
+	ssc[nlemu$v]=$(serversyscalls "$t0" "$t1")
+	echo "real ${wall[nlemu$v]}s"
 done
 ok=$("$bin" exec -n "ns-$N" -- ip rule show | wc -l)
 ok6=$("$bin" exec -n "ns-$N" -- ip -6 rule show | wc -l)
@@ -58,14 +116,31 @@ if [ "$kernel" = 1 ]; then
 	for i in $(seq "$N"); do ip netns add "kb-ns-$i"; done
 	for v in 4 6; do
 		echo "=== IPv${v} ==="
-		result[kernel$v]=$( { time { for i in $(seq "$N"); do nsenter --net=/var/run/netns/kb-ns-$i ip -"$v" -batch "$F" & done; wait; } ; } 2>&1 )
-		echo "real ${result[kernel$v]}s"
+		read -r wall[kernel$v] cu[kernel$v] cs[kernel$v] csc[kernel$v] < <(clientrun "for i in \$(seq $N); do nsenter --net=/var/run/netns/kb-ns-\$i ip -$v -batch '$F' & done; wait")
+		echo "real ${wall[kernel$v]}s"
 	done
 	for i in $(seq "$N"); do ip netns del "kb-ns-$i"; done
 fi
 
+rules=$((N * R))
+# per X: X (seconds or a count) per rule, in µs or calls.
+perus() { [ "${1:--}" = - ] && { echo -; return; }; echo "scale=2; $1 * 1000000 / $rules" | bc; }
+percall() { [ "${1:--}" = - ] && { echo -; return; }; echo "scale=2; $1 / $rules" | bc; }
 echo
-printf '%-8s %12s %12s\n' family "nlemu (s)" "kernel (s)"
+echo "$N namespaces x $R rules; floor $floor us per round trip (hack/floor.sh)"
+printf '%-6s %-6s %9s %8s %7s | %-28s | %-28s\n' family side "wall (s)" "us/rule" "x floor" "clients us/rule usr sys sysc" "server us/rule cpu syscalls"
 for v in 4 6; do
-	printf 'IPv%-5s %12s %12s\n' "$v" "${result[nlemu$v]}" "${result[kernel$v]:--}"
+	for side in nlemu kernel; do
+		k=$side$v
+		[ -n "${wall[$k]:-}" ] || continue
+		w=${wall[$k]}
+		wpr=$(perus "$w")
+		printf '%-6s %-6s %9s %8s %7s | %9s %9s %8s | %13s %13s\n' "IPv$v" "$side" "$w" "$wpr" \
+			"$(echo "scale=2; $wpr / $floor" | bc)" "$(perus "${cu[$k]}")" "$(perus "${cs[$k]}")" "$(percall "${csc[$k]}")" \
+			"$(perus "${su[$k]:--}")" "$(percall "${ssc[$k]:--}")"
+	done
+	if [ -n "${wall[kernel$v]:-}" ]; then
+		echo "IPv$v nlemu/kernel wall: $(echo "scale=2; ${wall[nlemu$v]} / ${wall[kernel$v]}" | bc)x"
+	fi
 done
+echo "(clients: every exec/nsenter and ip process of the loop; the kernel's rule work is in its clients' system time)"
