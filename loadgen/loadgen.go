@@ -43,6 +43,10 @@ type Config struct {
 	Progress func(done, total int)
 	// Start is called when a run begins (may be nil).
 	Start func(family int, mode rtnl.Mode, total int)
+	// Setup, when set, is called with each embedded server before it has
+	// a client (`nlemu load --state` opens a journal there); the function
+	// it returns runs after that server is closed.
+	Setup func(s *server.Server, mode rtnl.Mode) (func(), error)
 }
 
 // Run is the result of one family in one RTNL mode.
@@ -138,6 +142,8 @@ type target struct {
 	ln   *server.Listener
 	adm  *server.Client // admin connection for --server
 	dir  string
+	// teardown is Config.Setup's closer (nil without one).
+	teardown func()
 }
 
 func (t *target) close() {
@@ -146,6 +152,9 @@ func (t *target) close() {
 	}
 	if t.srv != nil {
 		t.srv.Close()
+	}
+	if t.teardown != nil {
+		t.teardown()
 	}
 	if t.dir != "" {
 		os.RemoveAll(t.dir)
@@ -202,6 +211,12 @@ func newTarget(c *Config, mode rtnl.Mode) (*target, error) {
 		return &target{path: c.Server, adm: adm}, nil
 	}
 	t := &target{srv: server.New(server.Config{RTNL: mode})}
+	if c.Setup != nil {
+		var err error
+		if t.teardown, err = c.Setup(t.srv, mode); err != nil {
+			return nil, err
+		}
+	}
 	if c.Driver == "ip" {
 		dir, err := os.MkdirTemp("", "nlemu-load-")
 		if err != nil {

@@ -28,6 +28,7 @@ func runLoad(args []string) int {
 	srv := fs.String("server", "", "socket of a running server (namespaces are left there); default: an embedded server")
 	prefix := fs.String("prefix", "ns-", "namespace name prefix")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	state := loadStateFlags(fs) // --state and --fsync (state.go)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,6 +53,10 @@ func runLoad(args []string) int {
 		}
 	}
 	cfg := loadgen.Config{Netns: *netns, Rules: *rules, Driver: *driver, Parallel: *parallel, Server: *srv, Prefix: *prefix}
+	if err := state(&cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu load: %v\n", err)
+		return 2
+	}
 	for _, f := range strings.Split(*family, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || (n != 4 && n != 6) {

@@ -4,8 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/nlemu/nlemu/journal"
+	"github.com/nlemu/nlemu/loadgen"
+	"github.com/nlemu/nlemu/rtnl"
 	"github.com/nlemu/nlemu/server"
 )
 
@@ -46,4 +49,44 @@ func openState(s *server.Server, dir string, p journal.Policy) (*journal.Journal
 	}
 	s.SetJournal(j)
 	return j, rs, nil
+}
+
+// loadStateFlags registers --state and --fsync on `nlemu load`: each
+// embedded server (one per --rtnl mode) keeps its state in DIR/rtnl-MODE,
+// which must not exist yet, so the load pays what `nlemu serve --state`
+// pays for every change. The journal's counters are printed at the end.
+func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
+	dir := fs.String("state", "", "keep each embedded server's state in DIR/rtnl-MODE (a fresh directory), to measure what nlemu serve --state costs")
+	policy := fs.String("fsync", "group", "with --state: group, always or none (as nlemu serve)")
+	return func(cfg *loadgen.Config) error {
+		p, ok := journal.ParsePolicy(*policy)
+		if !ok {
+			return fmt.Errorf("--fsync must be group, always or none, not %q", *policy)
+		}
+		if *dir == "" {
+			return nil
+		}
+		if cfg.Server != "" {
+			return fmt.Errorf("--state applies to the embedded server; give it to the server at %s instead", cfg.Server)
+		}
+		cfg.Setup = func(s *server.Server, m rtnl.Mode) (func(), error) {
+			d := filepath.Join(*dir, "rtnl-"+m.String())
+			if _, err := os.Stat(d); err == nil {
+				return nil, fmt.Errorf("%s already holds state: remove it, or choose another --state", d)
+			}
+			j, _, err := openState(s, d, p)
+			if err != nil {
+				return nil, err
+			}
+			return func() {
+				st := j.Stats()
+				if err := j.Close(); err != nil {
+					fmt.Fprintf(os.Stderr, "nlemu load: state %s: %v\n", d, err)
+				}
+				fmt.Fprintf(os.Stderr, "state %s (fsync=%s): %d records in %d writes (%.1f per write), %.1f MiB, %d compactions\n",
+					d, p, st.Records, st.Batches, float64(st.Records)/float64(max(st.Batches, 1)), float64(st.Bytes)/(1<<20), st.Compactions)
+			}, nil
+		}
+		return nil
+	}
 }
