@@ -9,6 +9,11 @@
 # each `dev rl0`, a veth end that is up (its peer rl1 too), in table main.
 # Each `ip` line is one RTM_NEWROUTE round trip: a latency race in which the
 # kernel answers inside the sendmsg system call.
+#
+# It runs the one-CPU SEQPACKET round-trip floor first (hack/floor.sh) and
+# gives each time per route as a ratio to it, with the server's CPU
+# (/proc/<pid>/stat) and system calls per route (perf stat -e
+# raw_syscalls:sys_enter around `nlemu serve`, when there is perf).
 set -euo pipefail
 
 N=${1:-40000}
@@ -20,12 +25,22 @@ work=$(mktemp -d)
 export NLEMU_SOCKET=$work/nlemu.sock
 bin=$work/nlemu
 go build -o "$bin" ./cmd/nlemu
-"$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
-server=$!
+floor=$(hack/floor.sh -n 100000 -p 1 | awk '/one CPU/ {print $5}')
+echo "floor (hack/floor.sh, one pair on one CPU): $floor us per round trip"
+perf=0
+if command -v perf >/dev/null 2>&1 && perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then
+	perf=1
+	perf stat -x, -e raw_syscalls:sys_enter -I 200 -o "$work/server.perf" -- "$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
+	perf0=$(date +%s.%N)
+	for _ in $(seq 50); do server=$(pgrep -P $! -x nlemu || true); [ -n "$server" ] && break; sleep 0.1; done
+else
+	"$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
+	server=$!
+fi
 kns=rl-kernel-$$
 cleanup() {
 	kill "$server" 2>/dev/null || true
-	wait "$server" 2>/dev/null || true
+	wait 2>/dev/null || true
 	ip netns del "$kns" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -46,12 +61,24 @@ for k in $(seq 0 $((N - 1))); do
 done >"$work/v6.txt"
 
 TIMEFORMAT='%R %U %S'
-declare -A result count
+declare -A result count scpu ssc
+cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+serversyscalls() {
+	[ "$perf" = 1 ] || { echo -; return; }
+	sleep 0.5
+	awk -F, -v a="$(echo "$1 - $perf0" | bc)" -v b="$(echo "$2 - $perf0 + 0.2" | bc)" \
+		'/raw_syscalls/ && $1 > a && $1 <= b && $2 ~ /^[0-9]+$/ {s += $2} END {printf "%.2f", s / '"$N"'}' "$work/server.perf"
+}
 
 "$bin" netns add rl
 "$bin" exec -n rl -- ip -batch "$setup"
 for v in 4 6; do
+	s0=$(cputicks "$server"); t0=$(date +%s.%N)
 	result[nlemu$v]=$( { time "$bin" exec -n rl -- ip -batch "$work/v$v.txt" ; } 2>&1 )
+	t1=$(date +%s.%N); s1=$(cputicks "$server")
+	scpu[$v]=$(echo "scale=2; ($s1 - $s0) * 1000000 / $hz / $N" | bc)
+	ssc[$v]=$(serversyscalls "$t0" "$t1")
 done
 count[nlemu4]=$("$bin" exec -n rl -- ip route show | grep -c '^10\.' || true)
 count[nlemu6]=$("$bin" exec -n rl -- ip -6 route show | grep -c '^2001:db8:' || true)
@@ -70,3 +97,12 @@ for v in 4 6; do
 	printf 'IPv%-3s %8s  %-24s %-24s\n' "$v" "$N" "${result[nlemu$v]} (${count[nlemu$v]})" "${result[kernel$v]:--} (${count[kernel$v]:--})"
 done
 echo "(in brackets: routes the table shows afterwards)"
+for v in 4 6; do
+	w=${result[nlemu$v]%% *}
+	k=${result[kernel$v]:-}
+	k=${k%% *}
+	printf 'IPv%s nlemu: %s us per route = %sx floor; server %s us CPU and %s system calls per route' "$v" \
+		"$(echo "scale=2; $w * 1000000 / $N" | bc)" "$(echo "scale=2; $w * 1000000 / $N / $floor" | bc)" "${scpu[$v]}" "${ssc[$v]}"
+	[ -n "$k" ] && printf '; kernel %s us per route = %sx floor' "$(echo "scale=2; $k * 1000000 / $N" | bc)" "$(echo "scale=2; $k * 1000000 / $N / $floor" | bc)"
+	echo
+done
