@@ -338,8 +338,14 @@ func lookupView(v *View, k *flow.Key, v6 bool, h *hit) syscall.Errno {
 		h.table = v.id
 		return err
 	}
-	// Rare: no entry of the longest prefix fits; walk the shorter ones.
-	first := e.dst.Bits()
+	return backtrack(v, k, v6, oif, strict, e.dst.Bits(), h)
+}
+
+// backtrack is lookupView's rare part: no entry of the longest prefix fits
+// (tos, scope, oif, dead hops), so the shorter prefixes are tried, longest
+// first. A function of its own, so that the iterator's closure stays off
+// the common path.
+func backtrack(v *View, k *flow.Key, v6 bool, oif int32, strict bool, first int, h *hit) syscall.Errno {
 	for e := range v.Supernets(netip.PrefixFrom(k.Dst, k.Dst.BitLen())) {
 		if e.dst.Bits() >= first {
 			continue

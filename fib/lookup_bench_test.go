@@ -22,7 +22,7 @@ const benchRoutes = 40000
 // addresses inside them, and, when rules, ten custom rules (fwmark
 // selectors no flow carries) that every lookup walks past before the main
 // rule answers.
-func benchFIB(b *testing.B, fam uint8, n int, rules bool) (*FIB, []flow.Key) {
+func benchFIB(b testing.TB, fam uint8, n int, rules bool) (*FIB, []flow.Key) {
 	f, tb, ops := lkNewFIB(b, fam)
 	rng := rand.New(rand.NewSource(int64(fam)))
 	keys := make([]flow.Key, 0, 1024)
