@@ -53,40 +53,6 @@ func writeMem(pid int, addr uint64, b []byte) error {
 	return nil
 }
 
-// scatterMem writes b across the target's iovecs in one call, as the
-// kernel's copy to a msghdr's iovecs would.
-func scatterMem(pid int, iov []remoteIov, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	var remote []unix.RemoteIovec
-	left := len(b)
-	for _, v := range iov {
-		if left == 0 {
-			break
-		}
-		n := int(v.len)
-		if n > left {
-			n = left
-		}
-		if n == 0 {
-			continue
-		}
-		remote = append(remote, unix.RemoteIovec{Base: uintptr(v.base), Len: n})
-		left -= n
-	}
-	local := []unix.Iovec{{Base: &b[0]}}
-	local[0].SetLen(len(b) - left)
-	n, err := unix.ProcessVMWritev(pid, local, remote, 0)
-	if err != nil {
-		return err
-	}
-	if n != len(b)-left {
-		return syscall.EFAULT
-	}
-	return nil
-}
-
 func readU32(pid int, addr uint64) (uint32, error) {
 	var b [4]byte
 	if err := readMem(pid, addr, b[:]); err != nil {
@@ -152,5 +118,62 @@ func sockaddrNL(pid, groups uint32) []byte {
 	binary.NativeEndian.PutUint16(b[0:], unix.AF_NETLINK)
 	binary.NativeEndian.PutUint32(b[4:], pid)
 	binary.NativeEndian.PutUint32(b[8:], groups)
+	return b
+}
+
+// memWrites gathers writes into the caller's memory for one
+// process_vm_writev (at most UIO_MAXIOV pieces; more take several calls).
+type memWrites struct {
+	local  []byte
+	pieces []unix.RemoteIovec
+}
+
+func (w *memWrites) add(addr uint64, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	w.local = append(w.local, b...)
+	w.pieces = append(w.pieces, unix.RemoteIovec{Base: uintptr(addr), Len: len(b)})
+}
+
+// scatter adds b spread over the iovecs, as the kernel's copy to a
+// msghdr's iovecs.
+func (w *memWrites) scatter(iov []remoteIov, b []byte) {
+	for _, v := range iov {
+		if len(b) == 0 {
+			return
+		}
+		n := int(min(v.len, uint64(len(b))))
+		w.add(v.base, b[:n])
+		b = b[n:]
+	}
+}
+
+func (w *memWrites) do(pid int) error {
+	off := 0
+	for len(w.pieces) > 0 {
+		k := min(len(w.pieces), 1024)
+		total := 0
+		for _, p := range w.pieces[:k] {
+			total += p.Len
+		}
+		local := []unix.Iovec{{Base: &w.local[off]}}
+		local[0].SetLen(total)
+		n, err := unix.ProcessVMWritev(pid, local, w.pieces[:k], 0)
+		if err != nil {
+			return err
+		}
+		if n != total {
+			return syscall.EFAULT
+		}
+		off += total
+		w.pieces = w.pieces[k:]
+	}
+	return nil
+}
+
+func u32bytes(v uint32) []byte {
+	b := make([]byte, 4)
+	binary.NativeEndian.PutUint32(b, v)
 	return b
 }

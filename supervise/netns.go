@@ -36,8 +36,9 @@ var runNetns = "/run/netns"
 // NLEMU_HELLO_EPHEMERAL: the server deletes it when its last socket
 // closes, as a kernel namespace goes with its last reference).
 type nsMap struct {
-	mu    sync.Mutex
-	known map[nsID]nsTarget // guarded by mu: the /run/netns scan's result
+	mu      sync.Mutex
+	known   map[nsID]nsTarget // guarded by mu: the /run/netns scan's result
+	anchors map[nsID][2]int   // guarded by mu: anchor's descriptors
 }
 
 // nsTarget is a namespace name and the HELLO option bits that create it.
@@ -78,4 +79,43 @@ func (m *nsMap) name(tid int, start nsID, startName string) (nsTarget, error) {
 	// Not cached: a later ip netns add may name it, and an inode is reused
 	// once the namespace is gone.
 	return nsTarget{name: "netns-" + strconv.FormatUint(id.ino, 10), opts: rtnl.NLEMU_HELLO_CREATE | rtnl.NLEMU_HELLO_EPHEMERAL}, nil
+}
+
+// anchor keeps an ephemeral namespace of the program, and the kernel
+// namespace it stands for, alive until the supervisor exits (added by the
+// Go API part, h-go): the server deletes an ephemeral namespace when its
+// last socket closes, and libraries such as vishvananda/netlink open a
+// socket per request, so without an anchor a link set up by one request
+// is gone by the next (vishvananda/netlink's own tests failed with
+// "Device for nexthop is not up"). The anchor is a quiet server
+// connection to the namespace and a descriptor of the kernel namespace,
+// which keeps its inode from being reused for a later namespace while the
+// name netns-INODE is taken. Both close with the supervisor.
+func (m *nsMap) anchor(tid int, t nsTarget, socket string) {
+	if t.opts&rtnl.NLEMU_HELLO_EPHEMERAL == 0 {
+		return
+	}
+	path := "/proc/" + strconv.Itoa(tid) + "/ns/net"
+	id, err := nsOf(path)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.anchors == nil {
+		m.anchors = map[nsID][2]int{}
+	}
+	if _, ok := m.anchors[id]; ok {
+		return
+	}
+	nsfd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	conn, _, err := dial(socket, t.name, 0, t.opts)
+	if err != nil {
+		unix.Close(nsfd)
+		return
+	}
+	m.anchors[id] = [2]int{nsfd, conn}
 }

@@ -108,18 +108,15 @@ loop:
 }
 
 // finishRecv writes the datagram and what netlink_recvmsg() reports with
-// it into the caller, and answers the call.
+// it into the caller — in one process_vm_writev: the data into the
+// caller's iovecs, the sender address, and for recvmsg msg_namelen,
+// msg_controllen and msg_flags — and answers the call.
 func (s *Supervisor) finishRecv(c *call, from bool, mh msghdr, iov []remoteIov, data []byte, dlen int, group uint32, sk *sock, flags int) {
 	sk.mu.Lock()
 	opts := sk.opts
 	sk.mu.Unlock()
-	if !c.valid() {
-		return
-	}
-	if err := scatterMem(c.tid, iov, data); err != nil {
-		c.fail(unix.EFAULT)
-		return
-	}
+	var w memWrites
+	w.scatter(iov, data)
 	sa := sockaddrNL(0, groupMask(group))
 	if from {
 		addr, lenp := c.arg(4), c.arg(5)
@@ -129,19 +126,14 @@ func (s *Supervisor) finishRecv(c *call, from bool, mh msghdr, iov []remoteIov, 
 				c.fail(unix.EINVAL)
 				return
 			}
-			if writeMem(c.tid, addr, sa[:min(int(l), len(sa))]) != nil || writeU32(c.tid, lenp, uint32(len(sa))) != nil {
-				c.fail(unix.EFAULT)
-				return
-			}
+			w.add(addr, sa[:min(int(l), len(sa))])
+			w.add(lenp, u32bytes(uint32(len(sa))))
 		}
 	} else {
 		base := c.arg(1)
 		namelen := uint32(0)
 		if mh.Name != 0 {
-			if writeMem(c.tid, mh.Name, sa[:min(int(mh.Namelen), len(sa))]) != nil {
-				c.fail(unix.EFAULT)
-				return
-			}
+			w.add(mh.Name, sa[:min(int(mh.Namelen), len(sa))])
 			namelen = uint32(len(sa))
 		}
 		mflags := int32(0)
@@ -158,31 +150,24 @@ func (s *Supervisor) finishRecv(c *call, from bool, mh msghdr, iov []remoteIov, 
 				ne.PutUint32(cm[8:], rtnl.SOL_NETLINK)
 				ne.PutUint32(cm[12:], unix.NETLINK_PKTINFO)
 				ne.PutUint32(cm[16:], group)
-				if writeMem(c.tid, mh.Control, cm) != nil {
-					c.fail(unix.EFAULT)
-					return
-				}
+				w.add(mh.Control, cm)
 				controllen = min(uint64(unix.CmsgSpace(4)), mh.Controllen)
 			} else {
 				mflags |= unix.MSG_CTRUNC
 			}
 		}
-		var b [8]byte
-		ne.PutUint32(b[:], namelen)
-		if writeMem(c.tid, base+8, b[:4]) != nil {
-			c.fail(unix.EFAULT)
-			return
-		}
-		ne.PutUint64(b[:], controllen)
-		if writeMem(c.tid, base+40, b[:]) != nil {
-			c.fail(unix.EFAULT)
-			return
-		}
-		ne.PutUint32(b[:], uint32(mflags))
-		if writeMem(c.tid, base+48, b[:4]) != nil {
-			c.fail(unix.EFAULT)
-			return
-		}
+		w.add(base+8, u32bytes(namelen))
+		tail := make([]byte, 12) // msg_controllen (u64 at 40), msg_flags (i32 at 48)
+		ne.PutUint64(tail[0:], controllen)
+		ne.PutUint32(tail[8:], uint32(mflags))
+		w.add(base+40, tail)
+	}
+	if !c.valid() {
+		return
+	}
+	if err := w.do(c.tid); err != nil {
+		c.fail(unix.EFAULT)
+		return
 	}
 	if flags&unix.MSG_TRUNC != 0 {
 		c.ret(int64(dlen))
@@ -220,6 +205,11 @@ func (s *Supervisor) recvOne(c *call, sk *sock, cfd int, buf []byte, flags int) 
 		if err == unix.EAGAIN {
 			if flags&unix.MSG_DONTWAIT != 0 || nonblocking(cfd) {
 				return nil, 0, unix.EAGAIN
+			}
+			if c.inline {
+				c.again, c.done = true, true // wait on a goroutine of its own
+				s.waits.Add(1)
+				return nil, 0, 0
 			}
 			if deadline.IsZero() {
 				deadline = rcvTimeo(cfd)

@@ -48,6 +48,7 @@ type Supervisor struct {
 	allocMu sync.Mutex // one descriptor allocation at a time
 
 	counts [512]atomic.Uint64 // notifications by system call number
+	waits  atomic.Uint64      // receives that found nothing queued and waited
 }
 
 // New returns a supervisor for the listener lfd.
@@ -61,23 +62,17 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 	return s, nil
 }
 
-// Serve answers notifications until no process uses the filter any more
-// (the listener reports POLLHUP) or the listener fails.
+// Serve answers notifications until the listener fails. It returns
+// nothing when the supervised processes are gone: its caller (Run) exits
+// once CMD has.
+//
+// Calls that cannot block — a receive with a datagram queued, the names,
+// most options, dup — are answered on Serve's own goroutine, so the common
+// round trip costs no goroutine hand-off; socket(), bind() and the acked
+// options wait for the server, and a receive with nothing queued on a
+// blocking socket waits for data: those move to a goroutine of their own.
 func (s *Supervisor) Serve() error {
 	for {
-		pfd := []unix.PollFd{{Fd: int32(s.lfd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(pfd, -1); err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			return err
-		}
-		if pfd[0].Revents&unix.POLLIN == 0 {
-			if pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-				return nil
-			}
-			continue
-		}
 		n := new(notif)
 		if err := recvNotif(s.lfd, n); err != nil {
 			if err == unix.ENOENT {
@@ -88,14 +83,18 @@ func (s *Supervisor) Serve() error {
 		if nr := int(n.Data.Nr); nr >= 0 && nr < len(s.counts) {
 			s.counts[nr].Add(1)
 		}
-		// Each call is answered on its own goroutine: a receive may block,
-		// and a thread's calls are sequential anyway.
-		go s.handle(n)
+		switch int(n.Data.Nr) {
+		case unix.SYS_SOCKET, unix.SYS_BIND, unix.SYS_SETSOCKOPT:
+			go s.handle(n, false)
+		default:
+			s.handle(n, true)
+		}
 	}
 }
 
 // Counts returns how many notifications each system call caused, by name,
-// and "total". The test of "data calls do not enter the supervisor"
+// "total", and "waits": the receives that found nothing queued and waited
+// for data on a goroutine (not notifications of their own). The test of "data calls do not enter the supervisor"
 // reads it.
 func (s *Supervisor) Counts() map[string]uint64 {
 	out := map[string]uint64{}
@@ -107,6 +106,9 @@ func (s *Supervisor) Counts() map[string]uint64 {
 		}
 	}
 	out["total"] = total
+	if w := s.waits.Load(); w > 0 {
+		out["waits"] = w
+	}
 	return out
 }
 
@@ -140,9 +142,12 @@ func syscallName(nr int) string {
 
 // call is one notification being answered.
 type call struct {
-	s    *Supervisor
-	n    *notif
-	tid  int
+	s   *Supervisor
+	n   *notif
+	tid int
+	// inline: on Serve's goroutine, which must not block; a call that
+	// would sets again and is handled anew on a goroutine.
+	inline, again bool
 	done bool
 }
 
@@ -175,9 +180,15 @@ func (c *call) cont() {
 // valid checks that the call still waits (before writing its memory).
 func (c *call) valid() bool { return idValid(c.s.lfd, c.n.ID) }
 
-func (s *Supervisor) handle(n *notif) {
-	c := &call{s: s, n: n, tid: int(n.Pid)}
-	defer c.cont() // whatever was not answered runs in the kernel
+func (s *Supervisor) handle(n *notif, inline bool) {
+	c := &call{s: s, n: n, tid: int(n.Pid), inline: inline}
+	defer func() {
+		if c.again {
+			go s.handle(n, false)
+			return
+		}
+		c.cont() // whatever was not answered runs in the kernel
+	}()
 	switch int(n.Data.Nr) {
 	case unix.SYS_SOCKET:
 		s.socket(c)
@@ -333,6 +344,7 @@ func (s *Supervisor) socket(c *call) {
 		c.fail(errNoServer)
 		return
 	}
+	s.nsMap.anchor(c.tid, ns, s.cfg.Socket) // netns.go
 	defer unix.Close(fd)
 	if typ&unix.SOCK_NONBLOCK != 0 {
 		unix.SetNonblock(fd, true)

@@ -1,0 +1,48 @@
+#!/bin/sh
+# exec-overhead.sh [N] [RUNS]: the route-get round trip of one C program
+# (integration/testdata/seccomp/nlprog.c, `nlprog bench N 10.0.0.1`) three
+# ways, side by side in each run:
+#   kernel   the static build in a fresh kernel namespace (ip netns exec)
+#   seccomp  the static build under nlemu exec (the seccomp supervisor)
+#   preload  the dynamic build under nlemu exec (the LD_PRELOAD shim)
+# and, for the supervised run, how many calls entered the supervisor per
+# round trip (NLEMU_EXEC_STATS). Each figure is the best of RUNS runs
+# (default 5) of N round trips (default 20000). Needs root (the kernel
+# namespace), gcc and go. Prints one line per way and the counts.
+set -eu
+N=${1:-20000}
+RUNS=${2:-5}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+ns=h-exec-overhead-$$
+cleanup() {
+	[ -n "${srv:-}" ] && kill "$srv" 2>/dev/null || true
+	ip netns del "$ns" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+(cd "$root" && go build -o "$tmp/nlemu" ./cmd/nlemu)
+src=$root/integration/testdata/seccomp/nlprog.c
+gcc -O2 -static -o "$tmp/nlprog-static" "$src" -lpthread
+gcc -O2 -o "$tmp/nlprog-dyn" "$src" -lpthread
+chmod 700 "$tmp"
+"$tmp/nlemu" serve --socket "$tmp/nlemu.sock" >"$tmp/serve.log" 2>&1 &
+srv=$!
+i=0
+while [ ! -S "$tmp/nlemu.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+ip netns add "$ns"
+best() { sort -n | head -1; }
+each() { sed -n 's/.*: \([0-9]*\) ns each/\1/p'; }
+k=""; s=""; p=""
+r=0
+while [ $r -lt "$RUNS" ]; do
+	k="$k $(ip netns exec "$ns" "$tmp/nlprog-static" bench "$N" 10.0.0.1 | each)"
+	s="$s $(NLEMU_EXEC_STATS=$tmp/stats.json "$tmp/nlemu" exec --socket "$tmp/nlemu.sock" -- "$tmp/nlprog-static" bench "$N" 10.0.0.1 | each)"
+	p="$p $(NLEMU_SOCKET=$tmp/nlemu.sock "$tmp/nlemu" exec --socket "$tmp/nlemu.sock" -- "$tmp/nlprog-dyn" bench "$N" 10.0.0.1 | each)"
+	r=$((r + 1))
+done
+printf 'route get round trip, best of %s runs of %s (ns):\n' "$RUNS" "$N"
+printf '  kernel   %s\n' "$(echo $k | tr ' ' '\n' | best)"
+printf '  seccomp  %s\n' "$(echo $s | tr ' ' '\n' | best)"
+printf '  preload  %s\n' "$(echo $p | tr ' ' '\n' | best)"
+printf 'supervisor notifications of the last supervised run (%s round trips): %s\n' "$N" "$(cat "$tmp/stats.json")"
