@@ -43,6 +43,14 @@ type Config struct {
 	Progress func(done, total int)
 	// Start is called when a run begins (may be nil).
 	Start func(family int, mode rtnl.Mode, total int)
+	// Phase reports the progress of the other phases: "creating
+	// namespaces", "verifying IPv4", "deleting namespaces"... (may be nil).
+	Phase func(phase string, done, total int)
+	// FloorPairs, when set with the ip driver, measures the SEQPACKET
+	// round-trip floor first (MeasureFloor with this many pairs, NlemuBin
+	// as the floor processes) and gives every run's wall time as a ratio
+	// to it.
+	FloorPairs int
 	// Setup, when set, is called with each embedded server before it has
 	// a client (`nlemu load --state` opens a journal there); the function
 	// it returns runs after that server is closed.
@@ -67,6 +75,23 @@ type Run struct {
 	// FirstError describes the first failure, if any (not in the JSON
 	// contract's required keys, but useful).
 	FirstError string `json:"first_error,omitempty"`
+	// WallUSPerRule is the wall time per rule, and FloorRatio its ratio to
+	// the round-trip floor (Report.FloorUS; ip driver with FloorPairs).
+	WallUSPerRule float64 `json:"wall_us_per_rule"`
+	FloorRatio    float64 `json:"floor_ratio,omitempty"`
+	// CPU per rule (µs) during the load: the clients' (the ip driver's
+	// processes, getrusage RUSAGE_CHILDREN) and this process's (RUSAGE_SELF:
+	// the embedded server, which with the inproc driver includes the
+	// clients; absent with Config.Server).
+	ClientUserUS float64 `json:"client_user_us_per_rule,omitempty"`
+	ClientSysUS  float64 `json:"client_sys_us_per_rule,omitempty"`
+	ServerUserUS float64 `json:"server_user_us_per_rule,omitempty"`
+	ServerSysUS  float64 `json:"server_sys_us_per_rule,omitempty"`
+	// System calls per rule of one sample namespace loaded alone after the
+	// timed load (sampleSyscalls: perf stat; absent without perf or with
+	// the inproc driver).
+	ClientSyscalls float64 `json:"client_syscalls_per_rule,omitempty"`
+	ServerSyscalls float64 `json:"server_syscalls_per_rule,omitempty"`
 }
 
 // Report is the whole test: the JSON object `nlemu load --json` prints.
@@ -83,6 +108,9 @@ type Report struct {
 	ServerInProcess    bool   `json:"server_in_process"`
 	ClientPeakRSSBytes uint64 `json:"client_peak_rss_bytes,omitempty"`
 	Runs               []Run  `json:"runs"`
+	// FloorUS is the SEQPACKET round-trip floor measured before the runs
+	// (µs per round trip, Config.FloorPairs pairs at once).
+	FloorUS float64 `json:"floor_us,omitempty"`
 }
 
 func (c *Config) defaults() error {
@@ -247,6 +275,15 @@ func Execute(c Config) (*Report, error) {
 		}
 	}
 	rep := &Report{Netns: c.Netns, Rules: c.Rules, Driver: c.Driver}
+	if c.Driver == "ip" && c.FloorPairs > 0 {
+		c.phase("measuring the round-trip floor", 0, 1)
+		f, err := MeasureFloor(c.bin(), c.FloorPairs, max(2000, 400000/c.FloorPairs))
+		if err != nil {
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+		c.phase("measuring the round-trip floor", 1, 1)
+		rep.FloorUS = f
+	}
 	var batch string
 	if c.Driver == "ip" {
 		f, err := os.CreateTemp("", "nlemu-rules-*.txt")
@@ -274,6 +311,7 @@ func Execute(c Config) (*Report, error) {
 				t.close()
 				return nil, fmt.Errorf("netns add %s: %w", names[i], err)
 			}
+			c.phase("creating namespaces", i+1, len(names))
 		}
 		for _, fam := range c.Families {
 			if c.Start != nil {
@@ -283,6 +321,9 @@ func Execute(c Config) (*Report, error) {
 			if err != nil {
 				t.close()
 				return nil, err
+			}
+			if rep.FloorUS > 0 {
+				run.FloorRatio = run.WallUSPerRule / rep.FloorUS
 			}
 			rep.Runs = append(rep.Runs, *run)
 		}
@@ -298,11 +339,12 @@ func Execute(c Config) (*Report, error) {
 		}
 		// With --server the namespaces stay there for inspection.
 		if c.Server == "" {
-			for _, n := range names {
+			for i, n := range names {
 				if err := t.delNS(n); err != nil {
 					t.close()
 					return nil, err
 				}
+				c.phase("deleting namespaces", i+1, len(names))
 			}
 		}
 		t.close()
@@ -335,6 +377,7 @@ func (c *Config) load(t *target, names []string, fam int, mode rtnl.Mode, batch 
 	var g errgroup.Group
 	g.SetLimit(c.Parallel)
 	stopProfile := startProfile(fam, mode)
+	cpu0 := cpuNow()
 	start := time.Now()
 	for i, name := range names {
 		g.Go(func() error {
@@ -356,15 +399,27 @@ func (c *Config) load(t *target, names []string, fam int, mode rtnl.Mode, batch 
 	}
 	g.Wait()
 	wall := time.Since(start)
+	cpu1 := cpuNow()
 	stopProfile()
 	after, err := t.stats()
 	if err != nil {
 		return nil, err
 	}
-	verified, verr := verify(t, names, fam, c.Rules)
+	verified, verr := verify(t, names, fam, c.Rules, func(done int) {
+		c.phase(fmt.Sprintf("verifying IPv%d", fam), done, len(names))
+	})
 	if verr != nil {
 		fail(verr)
 	}
+	var sampleC, sampleS float64
+	if c.Driver == "ip" && havePerf() {
+		c.phase(fmt.Sprintf("counting system calls (IPv%d sample)", fam), 0, 1)
+		if sampleC, sampleS, err = c.sampleSyscalls(t, fam, batch); err != nil {
+			fail(err)
+		}
+		c.phase(fmt.Sprintf("counting system calls (IPv%d sample)", fam), 1, 1)
+	}
+	rules := len(names) * c.Rules
 	sort.Slice(per, func(a, b int) bool { return per[a] < per[b] })
 	pct := func(p float64) float64 {
 		return per[min(len(per)-1, int(p*float64(len(per))))].Seconds()
@@ -377,6 +432,14 @@ func (c *Config) load(t *target, names []string, fam int, mode rtnl.Mode, batch 
 		RTNLHoldS:        (after.Hold - before.Hold).Seconds(),
 		NsP50S:           pct(0.50), NsP90S: pct(0.90), NsP99S: pct(0.99), NsMaxS: per[len(per)-1].Seconds(),
 		Errors: int(errCount.Load()), Verified: verified && errCount.Load() == 0,
+		WallUSPerRule:  perRule(wall, rules),
+		ClientUserUS:   perRule(cpu1.kidsU-cpu0.kidsU, rules),
+		ClientSysUS:    perRule(cpu1.kidsS-cpu0.kidsS, rules),
+		ClientSyscalls: sampleC, ServerSyscalls: sampleS,
+	}
+	if t.srv != nil {
+		r.ServerUserUS = perRule(cpu1.selfU-cpu0.selfU, rules)
+		r.ServerSysUS = perRule(cpu1.selfS-cpu0.selfS, rules)
 	}
 	if s, ok := firstErr.Load().(string); ok {
 		r.FirstError = s
@@ -438,14 +501,7 @@ func loadInproc(t *target, name string, reqs [][]byte) error {
 // loadIP runs `nlemu exec -n NAME -- ip -F -batch FILE`, one process per
 // namespace, like the seed's `nsenter ... ip -batch` loop.
 func (c *Config) loadIP(t *target, name string, fam int, batch string) error {
-	bin := c.NlemuBin
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	cmd := exec.Command(bin, "exec", "--socket", t.path, "-n", name, "--", "ip", "-"+strconv.Itoa(fam), "-batch", batch)
+	cmd := exec.Command(c.bin(), "exec", "--socket", t.path, "-n", name, "--", "ip", "-"+strconv.Itoa(fam), "-batch", batch)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))

@@ -32,15 +32,17 @@ func expected(fam, n int) (prefs, tables []uint32) {
 }
 
 // verify dumps every namespace's rules of family fam and compares each
-// rule's priority and table with the kernel's automatic-priority result.
-func verify(t *target, names []string, fam, n int) (bool, error) {
+// rule's priority and table with the kernel's automatic-priority result;
+// progress is told how many namespaces are done.
+func verify(t *target, names []string, fam, n int, progress func(done int)) (bool, error) {
 	wantP, wantT := expected(fam, n)
 	af := byte(rtnl.AF_INET)
 	if fam == 6 {
 		af = rtnl.AF_INET6
 	}
 	req := rtnl.AppendMessage(nil, rtnl.RTM_GETRULE, rtnl.NLM_F_REQUEST|rtnl.NLM_F_DUMP, 1, 0, []byte{af, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
-	for _, name := range names {
+	for k, name := range names {
+		progress(k)
 		c, err := t.dial(name)
 		if err != nil {
 			return false, err
@@ -59,6 +61,7 @@ func verify(t *target, names []string, fam, n int) (bool, error) {
 			}
 		}
 	}
+	progress(len(names))
 	return true, nil
 }
 

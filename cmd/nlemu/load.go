@@ -18,6 +18,14 @@ import (
 
 // runLoad implements `nlemu load`: the seed's parallel rule-load test.
 func runLoad(args []string) int {
+	if len(args) > 0 && args[0] == loadgen.FloorChildArg {
+		// A process of the round-trip floor (loadgen.MeasureFloor).
+		if err := loadgen.FloorChild(args[1:]); err != nil {
+			fmt.Fprintf(os.Stderr, "nlemu load: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	fs := flag.NewFlagSet("nlemu load", flag.ContinueOnError)
 	netns := fs.Int("netns", 4096, "namespaces")
 	rules := fs.Int("rules", 1024, "rules per namespace and family")
@@ -28,6 +36,7 @@ func runLoad(args []string) int {
 	srv := fs.String("server", "", "socket of a running server (namespaces are left there); default: an embedded server")
 	prefix := fs.String("prefix", "ns-", "namespace name prefix")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	floorPairs := fs.Int("floor-pairs", 16, "ip driver: process pairs of the SEQPACKET round-trip floor measured first (0: skip)")
 	state := loadStateFlags(fs) // --state and --fsync (state.go)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -46,6 +55,7 @@ func runLoad(args []string) int {
 		{"netns", *netns, 1, math.MaxInt, "at least 1"},
 		{"rules", *rules, 1, 32765, "from 1 to 32765"},
 		{"parallel", *parallel, 0, math.MaxInt, "at least 1 (or 0 for the default)"},
+		{"floor-pairs", *floorPairs, 0, 4096, "from 0 to 4096"},
 	} {
 		if f.v < f.min || f.v > f.max {
 			fmt.Fprintf(os.Stderr, "nlemu load: --%s must be %s, not %d\n", f.name, f.what, f.v)
@@ -79,19 +89,33 @@ func runLoad(args []string) int {
 	if *driver == "ip" {
 		if exe, err := os.Executable(); err == nil {
 			cfg.NlemuBin = exe
+			cfg.FloorPairs = *floorPairs
 		}
 	}
 	var bar *progressbar.ProgressBar
 	if !*asJSON && term.IsTerminal(int(os.Stderr.Fd())) {
-		cfg.Start = func(fam int, m rtnl.Mode, total int) {
+		// One progress line for every phase: the screen is never blank
+		// for long (creating or deleting 4,096 namespaces takes seconds).
+		var desc string
+		newBar := func(d string, total int) {
 			if bar != nil {
 				bar.Finish()
 			}
+			desc = d
 			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("IPv%d rtnl=%s", fam, m)),
+				progressbar.OptionSetDescription(d),
 				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100e6))
 		}
+		cfg.Start = func(fam int, m rtnl.Mode, total int) {
+			newBar(fmt.Sprintf("loading IPv%d rtnl=%s", fam, m), total)
+		}
 		cfg.Progress = func(done, total int) { bar.Set(done) }
+		cfg.Phase = func(phase string, done, total int) {
+			if bar == nil || desc != phase {
+				newBar(phase, total)
+			}
+			bar.Set(done)
+		}
 	}
 	rep, err := loadgen.Execute(cfg)
 	if bar != nil {
@@ -118,7 +142,11 @@ func runLoad(args []string) int {
 }
 
 func printReport(rep *loadgen.Report) {
-	fmt.Printf("%d namespaces x %d rules, driver %s\n\n", rep.Netns, rep.Rules, rep.Driver)
+	fmt.Printf("%d namespaces x %d rules, driver %s\n", rep.Netns, rep.Rules, rep.Driver)
+	if rep.FloorUS > 0 {
+		fmt.Printf("SEQPACKET round-trip floor %.2f us (measured first)\n", rep.FloorUS)
+	}
+	fmt.Println()
 	fmt.Printf("%-6s %-11s %8s %12s %10s %10s %10s %9s %9s %9s %9s %6s %8s\n",
 		"family", "rtnl", "wall_s", "rules/s", "rtnl_acq", "rtnl_wait", "rtnl_hold", "ns_p50", "ns_p90", "ns_p99", "ns_max", "errors", "verified")
 	for _, r := range rep.Runs {
@@ -128,6 +156,21 @@ func printReport(rep *loadgen.Report) {
 		if r.FirstError != "" {
 			fmt.Printf("       first error: %s\n", r.FirstError)
 		}
+	}
+	// Costs per rule.
+	fmt.Printf("\nper rule: %-6s %-11s %9s %7s | %-26s | %-26s\n", "family", "rtnl", "wall_us", "x_floor", "clients usr/sys_us syscalls", "server usr/sys_us syscalls")
+	dash := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	for _, r := range rep.Runs {
+		fmt.Printf("          IPv%-3d %-11s %9.2f %7s | %8s %8s %8s | %8s %8s %8s\n", r.Family, r.RTNL, r.WallUSPerRule, dash(r.FloorRatio),
+			dash(r.ClientUserUS), dash(r.ClientSysUS), dash(r.ClientSyscalls), dash(r.ServerUserUS), dash(r.ServerSysUS), dash(r.ServerSyscalls))
+	}
+	if rep.Driver == "ip" {
+		fmt.Println("(clients: the nlemu exec and ip processes; server: this process; system calls from one sample namespace loaded alone afterwards, perf stat)")
 	}
 	// Before/after ratio per family when both modes ran.
 	for _, f := range []int{4, 6} {
