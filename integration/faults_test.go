@@ -74,6 +74,10 @@ var faultsDuration = flag.Duration("faults.duration", 0, "repeat TestFaultsUnder
 
 var fltNE = binary.NativeEndian
 
+// The big namespace of a round: its rules (what the mid-dump closers
+// dump) and the notifications written there during the load.
+const bigRules, notes = 1000, 200
+
 // faultsNetns is the number of namespaces of one round.
 func faultsNetns(t *testing.T) int {
 	if v := os.Getenv("NLEMU_FAULTS_NETNS"); v != "" {
@@ -170,7 +174,7 @@ func fltOps() []fltOp {
 	var ops []fltOp
 	seq := uint32(0)
 	next := func() uint32 { seq++; return seq }
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 4; i++ {
 		for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
 			pref := uint32(2000 + 10*i + int(fam))
 			ops = append(ops, fltOp{T.Msg(rtnl.RTM_NEWRULE, T.AddFlags, next(), T.Body(T.Hdr{Family: fam, Table: 100, Action: rtnl.FR_ACT_TO_TBL}, T.Pref(pref))),
@@ -227,7 +231,7 @@ func (f *faults) round(round int) {
 		t.Fatal(err)
 	}
 	bigc := f.dial(t, big)
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < bigRules; i++ {
 		f.mustAck(bigc, T.Msg(rtnl.RTM_NEWRULE, T.AddFlags, uint32(i+1), T.Body(T.V4(100), T.Pref(uint32(10000+i)))))
 	}
 	lines := fltBatch()
@@ -249,6 +253,12 @@ func (f *faults) round(round int) {
 		goMaybe  = map[string]map[string]bool{}
 		problems []string
 	)
+	took := map[string]time.Duration{}
+	mark := func(what string) {
+		mu.Lock()
+		took[what] = max(took[what], time.Since(start).Round(time.Millisecond))
+		mu.Unlock()
+	}
 	problem := func(format string, args ...any) {
 		mu.Lock()
 		problems = append(problems, fmt.Sprintf(format, args...))
@@ -269,9 +279,13 @@ func (f *faults) round(round int) {
 	}
 
 	// The multicast listeners of the big namespace: one never reads, one
-	// reads everything; a writer adds 600 rules there during the load.
+	// reads everything; a writer adds notes rules there during the load.
+	// The deaf one's buffer holds 9 notifications (SO_RCVBUF 4096).
 	deaf := f.dialUnix(t, big)
 	ear := f.dialUnix(t, big)
+	if err := deaf.SetSockopt(rtnl.SOL_SOCKET, rtnl.SO_RCVBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []*server.Client{deaf, ear} {
 		if err := c.JoinGroup(rtnl.RTNLGRP_IPV4_RULE); err != nil {
 			t.Fatal(err)
@@ -299,13 +313,14 @@ func (f *faults) round(round int) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer mark("notifications")
 		w := f.dial(t, big)
 		defer w.Close()
-		for i := 0; i < 600; i++ {
-			// Paced to the reading listener (no more than 100 ahead), so
+		for i := 0; i < notes; i++ {
+			// Paced to the reading listener (no more than 50 ahead), so
 			// that only the deaf one can overrun, however slow the
 			// machine.
-			for end := time.Now().Add(hangLimit); heard.Load() < int64(i-100) && time.Now().Before(end); time.Sleep(time.Millisecond) {
+			for end := time.Now().Add(hangLimit); heard.Load() < int64(i-50) && time.Now().Before(end); time.Sleep(time.Millisecond) {
 			}
 			if a := f.ack(w, T.Msg(rtnl.RTM_NEWRULE, T.AddFlags, uint32(i+1), T.Body(T.V4(101), T.Pref(uint32(20000+i))))); a.Errno != 0 {
 				problem("big namespace writer: rule %d: %v", i, a)
@@ -330,6 +345,7 @@ func (f *faults) round(round int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer mark("ip")
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
@@ -378,6 +394,7 @@ func (f *faults) round(round int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer mark("go")
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			want, maybe := map[string]bool{}, map[string]bool{}
@@ -443,6 +460,7 @@ func (f *faults) round(round int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer mark("dump closers")
 			for i := 0; i < 20; i++ {
 				c, err := f.open(big, i%2 == 0)
 				if err != nil {
@@ -465,6 +483,7 @@ func (f *faults) round(round int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer mark("garbage")
 			r := rand.New(rand.NewSource(seed))
 			uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: f.sock, Net: "unixpacket"})
 			if err != nil {
@@ -509,13 +528,13 @@ func (f *faults) round(round int) {
 	}
 
 	wg.Wait()
-	t.Logf("round %d: load and faults took %v", round, time.Since(start).Round(time.Millisecond))
+	t.Logf("round %d: load and faults took %v (each part ended at %v)", round, time.Since(start).Round(time.Millisecond), took)
 	// Every notification reached the reading listener; the deaf one got
 	// ENOBUFS.
-	for end := time.Now().Add(hangLimit); heard.Load() < 600 && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(hangLimit); heard.Load() < notes && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 	}
-	if n := heard.Load(); n != 600 {
-		problem("the reading listener heard %d of 600 notifications", n)
+	if n := heard.Load(); n != notes {
+		problem("the reading listener heard %d of %d notifications", n, notes)
 	}
 	// Over the Unix socket, what was already written into the socket comes
 	// before the error.
@@ -523,7 +542,7 @@ func (f *faults) round(round int) {
 	for n := 0; ; {
 		b, err := deaf.Recv()
 		if errors.Is(err, syscall.ENOBUFS) {
-			if n >= 600 {
+			if n >= notes {
 				problem("the listener that never read got all %d notifications and ENOBUFS", n)
 			}
 			break
@@ -617,7 +636,7 @@ func (f *faults) round(round int) {
 			}
 		}
 	}
-	t.Logf("round %d: ip batches %v; Go namespaces %v", round, ipCounts, goCounts)
+	t.Logf("round %d: ip batches %v; Go namespaces %v; checked at %v", round, ipCounts, goCounts, time.Since(start).Round(time.Millisecond))
 
 	// Clean up, then the baselines and a server that still answers.
 	bigc.Close()
@@ -635,12 +654,14 @@ func (f *faults) round(round int) {
 	}
 	c.Close()
 	var g, fds int
+	settle := time.Now()
 	for end := time.Now().Add(hangLimit); ; time.Sleep(10 * time.Millisecond) {
 		g, fds = runtime.NumGoroutine(), fltOpenFDs(t)
 		if g <= baseG && fds <= baseFD || time.Now().After(end) {
 			break
 		}
 	}
+	t.Logf("round %d: goroutines %d (before %d), descriptors %d (before %d), %v after the cleanup", round, g, baseG, fds, baseFD, time.Since(settle).Round(time.Millisecond))
 	if g > baseG || fds > baseFD {
 		var stacks strings.Builder
 		pprof.Lookup("goroutine").WriteTo(&stacks, 1)
