@@ -598,6 +598,10 @@ func (f *faults) round(round int) {
 				problem("%s: line %d (%q) missing after ip -batch exited 0", name, i+1, l.text)
 			}
 		}
+		if res == "killed" && firstOff > 0 {
+			// Killed after some lines and before the end: mid-batch.
+			ipCounts["killed mid-batch"]++
+		}
 		// Nothing that no line asked for.
 		for key := range st.rules {
 			if !allowed[key] && !fltDefaultRule(key) {
