@@ -147,7 +147,7 @@ func kernelRun(t *testing.T, k *kernelns.NS, argv ...string) string {
 var seccompSteps = map[string][][]string{
 	"c": {
 		{"rules"}, {"rule-add", "100", "100"}, {"rule-add", "100", "100"}, {"rules"},
-		{"route-get", "10.0.0.1"}, {"addr"}, {"fork"}, {"thread"}, {"others"},
+		{"route-get", "10.0.0.1"}, {"addr"}, {"peek"}, {"fork"}, {"thread"}, {"others"},
 	},
 	"go": {
 		{"rules"}, {"rule-add", "200", "200"}, {"rule-add", "200", "200"}, {"rules"},

@@ -83,28 +83,51 @@ loop:
 			s.finishRecv(c, from, mh, iov, nil, 0, 0, sk, flags)
 			return
 		}
-		switch t := ctlType(d); {
-		case t == rtnl.NLEMU_SOCKERR:
-			e := syscall.Errno(ne.Uint32(d[16:]))
-			if int32(e) <= 0 {
-				e = unix.ENOBUFS
-			}
+		k, g, pd, pl, e := classify(d, n)
+		switch k {
+		case kindError:
 			c.fail(e)
 			return
-		case t == rtnl.NLEMU_ACK:
+		case kindAck:
 			continue // recorded by recvOne
-		case n > ctlLen && len(d) >= ctlLen && ne.Uint16(d[4:]) == rtnl.NLEMU_GROUP && ne.Uint32(d) == ctlLen:
-			group = ne.Uint32(d[16:])
-			data, dlen = d[ctlLen:], n-ctlLen
-		default:
-			data, dlen = d, n
 		}
+		group, data, dlen = g, pd, pl
 		break loop
 	}
 	if len(data) > int(capacity) {
 		data = data[:capacity]
 	}
 	s.finishRecv(c, from, mh, iov, data, dlen, group, sk, flags)
+}
+
+// What a datagram from the server is, for a receive.
+const (
+	kindData  = iota // a reply, dump batch or unframed notification
+	kindAck          // an nlemu ACK: consumed, receive again
+	kindError        // a SOCKERR: the receive's error
+)
+
+// classify decodes a datagram read from the server (d: what was read, n:
+// its full length, at least len(d)) as netlink_recvmsg() would present it:
+// a SOCKERR is the call's errno (ENOBUFS if it carries none), an ACK is
+// dropped, a GROUP frame is stripped and its group reported, anything else
+// is the data as it is. For data, payload is the part of d to copy and
+// dlen the datagram's full length (MSG_TRUNC).
+func classify(d []byte, n int) (kind int, group uint32, payload []byte, dlen int, errno syscall.Errno) {
+	switch ctlType(d) {
+	case rtnl.NLEMU_SOCKERR:
+		e := syscall.Errno(ne.Uint32(d[16:]))
+		if int32(e) <= 0 || e > 4095 {
+			e = unix.ENOBUFS
+		}
+		return kindError, 0, nil, 0, e
+	case rtnl.NLEMU_ACK:
+		return kindAck, 0, nil, 0, 0
+	}
+	if n > ctlLen && len(d) >= ctlLen && ne.Uint32(d) == ctlLen && ne.Uint16(d[4:]) == rtnl.NLEMU_GROUP {
+		return kindData, ne.Uint32(d[16:]), d[ctlLen:], n - ctlLen, 0
+	}
+	return kindData, 0, d, n, 0
 }
 
 // finishRecv writes the datagram and what netlink_recvmsg() reports with

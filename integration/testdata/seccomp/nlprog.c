@@ -7,6 +7,7 @@
  *   nlprog rule-add PRIO TABLE   add an IPv4 rule, print the ack's errno
  *   nlprog route-get ADDR        IPv4 route get, print errno or table/type
  *   nlprog addr                  getsockname/recvmsg sender checks
+ *   nlprog peek                  MSG_PEEK/MSG_TRUNC/MSG_DONTWAIT, NETLINK_PKTINFO
  *   nlprog fork | thread         rules from a forked child / a second thread
  *   nlprog others                AF_INET UDP and NETLINK_GENERIC reach the kernel
  *   nlprog bench N ADDR          N route gets, prints ns per round trip
@@ -139,6 +140,21 @@ static int rule_add(int fd, unsigned prio, unsigned table)
 	return ack(fd);
 }
 
+static void route_get_send(int fd, const char *addr)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtmsg r;
+		char attrs[64];
+	} req = {.h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)), .nlmsg_type = RTM_GETROUTE,
+		       .nlmsg_flags = NLM_F_REQUEST},
+		 .r = {.rtm_family = AF_INET, .rtm_dst_len = 32}};
+	struct in_addr a;
+	inet_pton(AF_INET, addr, &a);
+	addattr32(&req.h, RTA_DST, a.s_addr);
+	nl_send(fd, &req.h);
+}
+
 static void route_get(int fd, const char *addr, int quiet)
 {
 	struct {
@@ -209,6 +225,32 @@ int main(int argc, char **argv)
 		route_get(d, "10.0.0.1", 0);
 		/* a truncated receive reports the full length with MSG_TRUNC */
 		rules(fd);
+	} else if (!strcmp(cmd, "peek")) {
+		/* iproute2's sizing peek, a short buffer, MSG_DONTWAIT on an empty
+		 * socket, and NETLINK_PKTINFO's cmsg */
+		int fd = nl_open(), one = 1;
+		setsockopt(fd, SOL_NETLINK, NETLINK_PKTINFO, &one, sizeof(one));
+		route_get_send(fd, "10.0.0.1");
+		char buf[8192], cbuf[64];
+		struct sockaddr_nl from;
+		struct iovec iov = {.iov_base = buf, .iov_len = 0};
+		struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1};
+		ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC);
+		printf("peek|trunc len 0: %zd flags %#x namelen %u\n", n, m.msg_flags, m.msg_namelen);
+		iov.iov_len = 8;
+		m.msg_namelen = sizeof(from);
+		n = recvmsg(fd, &m, MSG_PEEK);
+		printf("peek len 8: %zd flags %#x\n", n, m.msg_flags);
+		iov.iov_len = sizeof(buf);
+		m.msg_namelen = sizeof(from);
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		n = recvmsg(fd, &m, 0);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		printf("read: %zd flags %#x controllen %zu cmsg %d/%d group %u\n", n, m.msg_flags, (size_t)m.msg_controllen,
+		       c ? c->cmsg_level : -1, c ? c->cmsg_type : -1, c ? *(unsigned *)CMSG_DATA(c) : 0);
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		printf("empty dontwait: %zd %s\n", n, n < 0 ? strerror(errno) : "");
 	} else if (!strcmp(cmd, "fork")) {
 		int fd = nl_open();
 		pid_t p = fork();
