@@ -148,7 +148,7 @@ type call struct {
 	// inline: on Serve's goroutine, which must not block; a call that
 	// would sets again and is handled anew on a goroutine.
 	inline, again bool
-	done bool
+	done          bool
 }
 
 func (c *call) arg(i int) uint64 { return c.n.Data.Args[i] }
