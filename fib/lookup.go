@@ -101,10 +101,11 @@ func (f *FIB) group(dev int32) uint32 {
 // Cost: no lock, no allocation, no write to shared memory (seed 001), no
 // interface or function-value call per rule (seed 002); the stored entry
 // is copied once, into the returned Result (BenchmarkLookup*).
-func (f *FIB) Lookup(k flow.Key) (Result, syscall.Errno) {
+func (f *FIB) Lookup(k flow.Key) (res Result, err syscall.Errno) {
 	var h hit
-	err := f.lookup(&k, &h)
-	return h.result(), err
+	err = f.lookup(&k, &h)
+	h.fill(&res)
+	return res, err
 }
 
 // lookup is Lookup into a hit.
@@ -309,9 +310,14 @@ func (v *View) lpm(addr netip.Addr) (Entries, bool) {
 	if s.big != nil {
 		p, l, found = s.big.LookupPrefixLPM(q)
 	}
+	// The small part holds the few prefixes added since the last fold
+	// (store): a plain match, which computes no prefix, tells whether it
+	// has a candidate at all.
 	if s.small != nil && s.small.Size() > 0 {
-		if p2, l2, ok := s.small.LookupPrefixLPM(q); ok && (!found || p2.Bits() > p.Bits()) {
-			p, l, found = p2, l2, true
+		if _, ok := s.small.Lookup(addr); ok {
+			if p2, l2, ok := s.small.LookupPrefixLPM(q); ok && (!found || p2.Bits() > p.Bits()) {
+				p, l, found = p2, l2, true
+			}
 		}
 	}
 	if !found {
