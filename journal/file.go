@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -36,6 +37,23 @@ type FS interface {
 	// SyncDir makes the directory's entries (creations, renames,
 	// removals) durable.
 	SyncDir() error
+}
+
+// lockDir takes DIR/lock with an exclusive flock(2), held until the file
+// is closed, so that two servers never write one state directory.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, fmt.Errorf("%s is in use by another server", dir)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // DirFS is the FS of a directory on disk.

@@ -20,6 +20,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -160,6 +161,7 @@ type Journal struct {
 	stats                 Stats  // guarded by mu
 	taken                 uint64 // guarded by mu: records the committer has taken
 
+	lock       *os.File    // DIR/lock, flocked while the journal is open
 	compactCh  chan uint64 // journals below the number sent may be compacted
 	commitDone chan struct{}
 	compactEnd chan struct{}
@@ -173,8 +175,13 @@ var errClosed = errors.New("journal closed")
 // it is installed in mgr for namespace changes, and the server's
 // connections must send their requests through Apply.
 func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, error) {
+	var lock *os.File
 	if opt.FS == nil {
 		if err := mkdirPrivate(dir); err != nil {
+			return nil, nil, err
+		}
+		var err error
+		if lock, err = lockDir(dir); err != nil {
 			return nil, nil, err
 		}
 		opt.FS = DirFS(dir)
@@ -193,8 +200,12 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 	j.cond = sync.NewCond(&j.mu)
 	def, _ := mgr.Get(nsmgr.DefaultName)
 	j.ents.Store(def, &entry{id: 0})
+	j.lock = lock
 	rs, err := j.restore()
 	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
 		return nil, nil, err
 	}
 	mgr.SetJournal(j)
@@ -532,6 +543,9 @@ func (j *Journal) Close() error {
 	err := j.cur.Sync()
 	if cerr := j.cur.Close(); err == nil {
 		err = cerr
+	}
+	if j.lock != nil {
+		j.lock.Close() // releases the directory's flock
 	}
 	if err == nil {
 		err = j.failed

@@ -507,3 +507,15 @@ func TestDeletedNamespaceSocketNotJournaled(t *testing.T) {
 		t.Fatal("the new namespace x inherited the deleted one's change")
 	}
 }
+
+// TestStateDirIsLocked: a second server cannot open a state directory in
+// use; once the first closes it, it can.
+func TestStateDirIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir, Options{})
+	if _, err := tryOpenEnv(t, dir, Options{}); err == nil || !strings.Contains(err.Error(), "in use by another server") {
+		t.Fatalf("second Open of a directory in use: %v", err)
+	}
+	e.close()
+	openEnv(t, dir, Options{})
+}
