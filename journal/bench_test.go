@@ -1,0 +1,53 @@
+package journal
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/nlemu/nlemu/nsmgr"
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// BenchmarkApplyParallel: P clients, each in its own namespace, each
+// waiting for every change's ACK (as nlemu load's clients do), with a
+// handler that does nothing: what the journal alone costs per change,
+// and how many changes share a write.
+func BenchmarkApplyParallel(b *testing.B) {
+	for _, p := range []int{1, 64, 512} {
+		b.Run(fmt.Sprintf("clients=%d", p), func(b *testing.B) {
+			m := nsmgr.NewManager(&rtnl.LockConfig{})
+			j, _, err := Open(b.TempDir(), m, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			nss := make([]*nsmgr.Namespace, p)
+			for i := range nss {
+				name := fmt.Sprint("b", i)
+				if err := m.Add(name); err != nil {
+					b.Fatal(err)
+				}
+				nss[i], _ = m.Get(name)
+			}
+			msg := &rtnl.SplitDatagram(ruleAdd(rtnl.AF_INET, 0, 100))[0]
+			before := j.Stats()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := (b.N + p - 1) / p
+			for _, ns := range nss {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range per {
+						j.Apply(ns, msg, false, func() *rtnl.Error { return nil })
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			st := j.Stats()
+			b.ReportMetric(float64(st.Records-before.Records)/float64(max(st.Batches-before.Batches, 1)), "records/write")
+		})
+	}
+}
