@@ -159,6 +159,21 @@ func (j *Journal) restore() (*Restored, error) {
 		}
 		live = append(live, n)
 	}
+	if k := len(live); k > 0 {
+		// A crash while rotate() or startFile() wrote the last file's
+		// header leaves it without a record: nothing was recorded in it.
+		// Go on with the one before it, or start it again.
+		data, err := j.fs.ReadFile(journalName(live[k-1]))
+		if err != nil {
+			return nil, err
+		}
+		if len(scanRecords(data).recs) == 0 {
+			if err := j.fs.Remove(journalName(live[k-1])); err != nil {
+				return nil, err
+			}
+			live = live[:k-1]
+		}
+	}
 	var good, size int64
 	for i := 0; i < len(live); i++ {
 		n := live[i]
@@ -171,16 +186,6 @@ func (j *Journal) restore() (*Restored, error) {
 			return nil, err
 		}
 		sc := scanRecords(data)
-		if len(sc.recs) == 0 && last {
-			// A crash while rotate() or startFile() wrote the file's
-			// header: nothing was recorded in it. Go on with the one
-			// before, or start it again.
-			if err := j.fs.Remove(journalName(n)); err != nil {
-				return nil, err
-			}
-			live = live[:i]
-			break
-		}
 		if len(sc.recs) == 0 || sc.recs[0].Kind != kindJournal || sc.recs[0].Seq != lastSeq {
 			return nil, fmt.Errorf("state: %s has no valid header", journalName(n))
 		}
