@@ -272,6 +272,26 @@ func TestSeccompUnshareMapsToOwnNamespace(t *testing.T) {
 	if d := cmp.Diff(before, f.srv.Namespaces().List()); d != "" {
 		t.Errorf("the ephemeral namespace outlived its socket (-before +after):\n%s", d)
 	}
+
+	// the same without root: uid 65534 in a user namespace of its own
+	// (unshare -r), where unshare(CLONE_NEWNET) is allowed
+	cmd := exec.Command(ipcFindIP(), append([]string{"netns", "exec", f.guardName(t)},
+		asNobody("", "unshare", "-r", f.nlemu, "exec", "--socket", f.sock, "-n", "seccomp-unshare", "--",
+			f.progs["go"], "unshare", "302", "302")...)...)
+	out = runWatched(t, cmd)
+	if !strings.Contains(out, "rule add 302 table 302: 0") || !strings.Contains(out, "rule 302 table 302") {
+		t.Errorf("unshare as uid 65534 in a user namespace:\n%s", out)
+	}
+}
+
+// guardName is the host guard's kernel namespace (the unprivileged run
+// enters it before dropping root).
+func (f *seccompFixture) guardName(t *testing.T) string {
+	t.Helper()
+	if f.guard == nil {
+		t.Skip("no host guard")
+	}
+	return f.guard.ns.Name()
 }
 
 func ipIn(ns string, args ...string) (string, string, int) {

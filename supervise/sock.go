@@ -119,12 +119,26 @@ func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
 	case rtnl.NLMSG_ERROR:
 		if len(m.Data) >= 4 {
 			if e := -int32(ne.Uint32(m.Data)); e > 0 && e < 4096 {
-				return fail(fmt.Errorf("the server at %s refused namespace %q: %w", path, ns, syscall.Errno(e)))
+				msg := fmt.Sprintf("the nlemu server at %s refused namespace %q: %v", path, ns, syscall.Errno(e))
+				if syscall.Errno(e) == syscall.ENOENT { // the shim's words
+					msg = fmt.Sprintf("namespace %q does not exist on the nlemu server at %s", ns, path)
+				}
+				return fail(&helloRefused{msg, syscall.Errno(e)})
 			}
 		}
 	}
 	return fail(errors.New("bad HELLO reply"))
 }
+
+// helloRefused is the server's NLMSG_ERROR answering a HELLO: socket()
+// fails with its errno, as the shim's (ENOENT for a missing namespace,
+// EPERM where creating one is not allowed).
+type helloRefused struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *helloRefused) Error() string { return e.msg }
 
 // sendCtl sends one control message with u32 payload words.
 func sendCtl(fd int, typ, flags uint16, seq uint32, words ...uint32) error {

@@ -6,6 +6,7 @@ package supervise
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -341,6 +342,11 @@ func (s *Supervisor) socket(c *call) {
 	fd, portid, err := dial(s.cfg.Socket, ns.name, tgid(c.tid), ns.opts)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
+		var hr *helloRefused
+		if errors.As(err, &hr) {
+			c.fail(hr.errno)
+			return
+		}
 		c.fail(errNoServer)
 		return
 	}

@@ -89,11 +89,6 @@ func runExec(args []string) int {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
 		return 1
 	}
-	lib, err := preload.Path()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
-		return 1
-	}
 
 	// Become CMD (execve): stdin, stdout, stderr, signals and the exit
 	// status are CMD's own, and no extra process stands between CMD and
@@ -110,6 +105,11 @@ func runExec(args []string) int {
 	}
 	if *forceSeccomp || (!*forcePreload && needsSeccomp(bin)) {
 		return runExecSeccomp(bin, argv, path, *ns) // exec_seccomp.go
+	}
+	lib, err := preload.Path() // only the shim needs it
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
+		return 1
 	}
 	if err := shimAttaches(bin, lib); err != nil {
 		fmt.Fprintf(os.Stderr, "nlemu exec: %v\n", err)
