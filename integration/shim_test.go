@@ -637,6 +637,25 @@ func TestExecFastPathSkipsGoRuntime(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want fast, on the fast path", args, code, out, errs)
 		}
 	}
+	// The environment is execEnv's for any LD_PRELOAD the caller had (the
+	// shim first, once; the others kept in order, split on ':' and ' '):
+	// the same through the fast path and through the Go path (--preload is
+	// an argument the fast path leaves to Go).
+	lib := strings.SplitN(strings.SplitN(slowOut, "|", 2)[0], ":", 2)[0]
+	for _, pre := range []string{"", "/a.so", "/a.so /b.so:/c.so", lib, "/a.so:" + lib + ": /b.so", "::"} {
+		env := []string{"LD_PRELOAD=" + pre}
+		fast, errs, code := run(env, show...)
+		if code != 0 || goRan(errs) {
+			t.Errorf("LD_PRELOAD=%q: exit %d, Go ran %v; want 0 on the fast path", pre, code, goRan(errs))
+		}
+		slow, errs, code := run(env, append([]string{"exec", "--preload"}, show[1:]...)...)
+		if code != 0 || !goRan(errs) {
+			t.Errorf("LD_PRELOAD=%q --preload: exit %d, Go ran %v; want 0 on the Go path", pre, code, goRan(errs))
+		}
+		if fast != slow {
+			t.Errorf("LD_PRELOAD=%q: the fast path gave CMD %q, the Go path %q", pre, fast, slow)
+		}
+	}
 	// The exit status and death by signal are CMD's own on the fast path too.
 	if _, errs, code := run(nil, "exec", "--socket", f.sock, "--", "sh", "-c", "exit 7"); code != 7 || goRan(errs) {
 		t.Errorf("exit 7: got %d, Go ran %v", code, goRan(errs))
@@ -676,7 +695,6 @@ func TestExecFastPathSkipsGoRuntime(t *testing.T) {
 
 	// A library that is no longer the one recorded (here: a new mtime) is
 	// not used by the fast path; the Go path verifies it and records it again.
-	lib := strings.SplitN(strings.SplitN(slowOut, "|", 2)[0], ":", 2)[0]
 	if !strings.HasPrefix(lib, cache) {
 		t.Fatalf("the shim %q is not in the test's cache %s", lib, cache)
 	}
