@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# hack/peer-suite.sh: run a real peer test suite, unmodified, under nlemu
+# without root (issue 11): vishvananda/netlink's own rule and route tests
+# (`go test -run 'Rule|Route'` of the module at the version go.mod pins),
+# built static (CGO_ENABLED=0) and run inside `unshare -r` (its tests want
+# uid 0 and call netns.New() per test), once on the kernel (`unshare -r -n`)
+# and once under `nlemu exec --seccomp` against a server of the same user.
+# As root, both runs (and the server) drop to uid/gid 65534 with setpriv.
+# Prints pass/fail/skip counts of both runs (top-level tests and subtests),
+# then every top-level test that passes on the kernel and not under nlemu
+# (and the reverse), with the lines it logged.
+#
+#   hack/peer-suite.sh [-run REGEXP] [-keep]
+set -euo pipefail
+run='Rule|Route'
+keep=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-run) run="$2"; shift 2 ;;
+	-keep) keep=1; shift ;;
+	*) echo "usage: $0 [-run REGEXP] [-keep]" >&2; exit 2 ;;
+	esac
+done
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+ver=$(go list -m -f '{{.Version}}' github.com/vishvananda/netlink)
+src=$(go env GOMODCACHE)/github.com/vishvananda/netlink@$ver
+[ -d "$src" ] || go mod download github.com/vishvananda/netlink
+work=$(mktemp -d /tmp/nlemu-peer-XXXXXX)
+chmod 755 "$work"
+srv=
+cleanup() {
+	[ -n "$srv" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null
+	if [ $keep = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+cp -r "$src" "$work/netlink"
+chmod -R u+w "$work/netlink"
+(cd "$work/netlink" && CGO_ENABLED=0 go test -c -o "$work/netlink.test" .)
+go build -o "$work/nlemu" ./cmd/nlemu
+
+runas=()
+if [ "$(id -u)" = 0 ]; then
+	runas=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+	chown 65534:65534 "$work"
+fi
+mkdir -p "$work/sock"
+[ "$(id -u)" = 0 ] && chown 65534:65534 "$work/sock"
+chmod 700 "$work/sock"
+sock="$work/sock/nlemu.sock"
+
+echo "vishvananda/netlink $ver: go test -run '$run' inside unshare -r, as $( [ ${#runas[@]} -gt 0 ] && echo 'uid 65534' || id -un)"
+cd "$work"
+"${runas[@]}" unshare -r -n ./netlink.test -test.run "$run" -test.v >kernel.txt 2>&1 || true
+"${runas[@]}" ./nlemu serve --socket "$sock" 2>server.txt &
+srv=$!
+for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+mkdir -p "$work/home"
+[ "$(id -u)" = 0 ] && chown 65534:65534 "$work/home"
+# Inside unshare -r the user is "root" of its own user namespace: nlemu's
+# caches go under a home of its own.
+"${runas[@]}" env NLEMU_SOCKET="$sock" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- ./netlink.test -test.run "$run" -test.v >nlemu.txt 2>&1 || true
+
+count() { # file level(top|all) verdict
+	local pat='^--- '
+	[ "$2" = all ] && pat='^ *--- '
+	grep -cE "$pat$3: " "$1" || true
+}
+printf '%-8s %8s %8s %12s %12s\n' "" kernel nlemu "kernel(all)" "nlemu(all)"
+for v in PASS FAIL SKIP; do
+	printf '%-8s %8s %8s %12s %12s\n' "$v" "$(count kernel.txt top $v)" "$(count nlemu.txt top $v)" "$(count kernel.txt all $v)" "$(count nlemu.txt all $v)"
+done
+# Top-level tests only: subtests run on goroutines of their own, on
+# whichever OS thread (in whichever namespace an earlier test left it:
+# setUpNetlinkTest locks only the test's own thread), so which subtests
+# pass varies from run to run on the kernel too.
+verdicts() { sed -nE 's/^--- (PASS|FAIL|SKIP): ([^ ]+) .*/\2 \1/p' "$1" | sort; }
+verdicts kernel.txt >kernel.v
+verdicts nlemu.txt >nlemu.v
+lost=$(join kernel.v nlemu.v | awk '$2 == "PASS" && $3 != "PASS" {print $1}')
+gained=$(join kernel.v nlemu.v | awk '$2 != "PASS" && $3 == "PASS" {print $1}')
+echo "pass on the kernel, not under nlemu: $(echo $lost | wc -w)"
+for t in $lost; do
+	echo "== $t"
+	awk -v t="$t" '$0 ~ "^=== (RUN|NAME|CONT) +"t"$" {on=1; next} /^(=== |--- )/ {on=0} on' nlemu.txt | head -5
+done
+echo "pass under nlemu, not on the kernel: $(echo $gained | wc -w)"
+for t in $gained; do
+	echo "== $t (kernel: $(grep -m1 -E "^ *--- [A-Z]+: $t " kernel.txt | sed -E 's/ *--- ([A-Z]+).*/\1/'))"
+	awk -v t="$t" '$0 ~ "^=== (RUN|NAME|CONT) +"t"$" {on=1; next} /^(=== |--- )/ {on=0} on' kernel.txt | head -3
+done
+echo "namespaces left on the server: $(NLEMU_SOCKET="$sock" "${runas[@]}" ./nlemu netns list | tr '\n' ' ')"
