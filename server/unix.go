@@ -93,12 +93,14 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	if i := indexByte(name, 0); i >= 0 {
 		name = name[:i]
 	}
+	opts, mayNotCreate := s.helloCreate(uc, opts) // ephemeral.go
 	c, err := s.open(name, pid, opts, groups)
 	if err != nil {
 		errno, msg := syscall.ESHUTDOWN, "nlemu: the server is shutting down"
 		if errors.Is(err, ErrNoNamespace) {
 			errno, msg = syscall.ENOENT, fmt.Sprintf("namespace %q does not exist", name)
 		}
+		errno, msg = helloCreateError(err, errno, msg, mayNotCreate)
 		uc.Write(helloNack(hello, errno, msg))
 		return
 	}
