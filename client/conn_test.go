@@ -58,7 +58,7 @@ func errText(err error) string {
 }
 
 func msgText(p *pair, m netlink.Message) string {
-	return fmt.Sprintf("type=%d flags=%#x pid=%s len=%d", m.Header.Type, m.Header.Flags, p.who(m.Header.PID), m.Header.Length)
+	return fmt.Sprintf("type=%d flags=%#x pid=%s len=%d", uint16(m.Header.Type), uint16(m.Header.Flags), p.who(m.Header.PID), m.Header.Length)
 }
 
 func ruleMsg(prio uint32) netlink.Message {
@@ -151,8 +151,11 @@ var connCases = []struct {
 			out = append(out, msgText(p, m))
 		}
 		out = append(out, "validate: "+errText(netlink.Validate(req, replies)))
-		// Two messages in one datagram: two acks, one datagram each? The
-		// kernel acks each message of a datagram in its own skb.
+		// An empty datagram: netlink_sendmsg()'s ENODATA.
+		_, err = p.a.SendMessages(nil)
+		out = append(out, "send empty: "+errText(err))
+		// Two messages in one datagram: the kernel acks each message of a
+		// datagram in its own skb.
 		msgs, err := p.a.SendMessages([]netlink.Message{ruleMsg(202), ruleMsg(203)})
 		out = append(out, fmt.Sprintf("send messages: %s %d", errText(err), len(msgs)))
 		for range 2 {

