@@ -85,10 +85,11 @@ func TestServeKeepsRegularFileAtSocketPath(t *testing.T) {
 
 // TestExecRefusesCommandsTheShimCannotAttachTo: when LD_PRELOAD does not
 // take effect, the command's netlink sockets are the host kernel's; `nlemu
-// exec -- <set-user-ID ip>` printed the host's rules. nlemu exec must refuse
-// such commands with one line, exit 1, before running them: set-user-ID
-// to another user (ld.so's secure-execution mode ignores LD_PRELOAD),
-// statically linked, and Go programs (no libc socket() to interpose).
+// exec -- <set-user-ID ip>` printed the host's rules. nlemu exec --preload
+// must refuse such commands with one line, exit 1, before running them:
+// set-user-ID to another user (ld.so's secure-execution mode ignores
+// LD_PRELOAD), statically linked, and Go programs (no libc socket() to
+// interpose).
 func TestExecRefusesCommandsTheShimCannotAttachTo(t *testing.T) {
 	ip := shimIP()
 	if ip == "" {
@@ -161,7 +162,9 @@ int main(void) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			argv := tc.make(t)
-			out, errs, code := runNlemu(t, nil, append([]string{"exec", "--socket", sock, "-n", ns, "--"}, argv...)...)
+			// --preload: without it static and Go programs run under the
+			// seccomp supervisor instead (integration/seccomp_test.go)
+			out, errs, code := runNlemu(t, nil, append([]string{"exec", "--preload", "--socket", sock, "-n", ns, "--"}, argv...)...)
 			if code != 1 || out != "" || strings.Count(errs, "\n") != 1 ||
 				!strings.HasPrefix(errs, "nlemu exec: "+argv[0]+" ") || !strings.Contains(errs, tc.want) ||
 				!strings.Contains(errs, "host kernel") {
