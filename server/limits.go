@@ -59,16 +59,19 @@ const (
 	DefaultMaxMsg    = maxDatagram
 )
 
-// DefaultMaxConns is three quarters of the descriptors this process may
-// open (RLIMIT_NOFILE, which Go raises to the hard limit at start), so that
-// the server keeps descriptors for itself; DefaultMaxConnsPerUID is half of
-// the connection limit, so that one user cannot take them all.
+// DefaultMaxConns is a third of the descriptors this process may open
+// (RLIMIT_NOFILE, which Go raises to the hard limit at start): a served
+// connection holds up to three (its socket, the duplicate the netpoller
+// waits on, and one more while a writer waits for room), so the server
+// refuses connections with EAGAIN before accept(2) runs out of descriptors
+// (EMFILE). The per-uid default is half of the connection limit, so that
+// one user cannot take them all.
 func DefaultMaxConns() int {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
-		return 768
+		return 256
 	}
-	return int(min(rl.Cur, 1<<20) * 3 / 4)
+	return int(max(min(rl.Cur, 1<<20)/3, 1))
 }
 
 // Resolved returns l with every zero field replaced by its default.

@@ -20,7 +20,7 @@ func limitFlags(fs *flag.FlagSet) func() (server.Limits, error) {
 	fs.IntVar(&l.MaxMsg, "max-msg", server.DefaultMaxMsg, "largest request datagram in bytes, at most 1048576 (past it: EMSGSIZE)")
 	fs.IntVar(&l.RmemDefault, "rmem-default", 0, "a socket's receive buffer in bytes (0: net.core.rmem_default)")
 	fs.IntVar(&l.RmemMax, "rmem-max", 0, "most SO_RCVBUF may ask for, before doubling (0: net.core.rmem_max)")
-	fs.IntVar(&l.MaxConns, "max-conns", 0, "most Unix connections at once (0: 3/4 of RLIMIT_NOFILE; past it: EAGAIN); -1 for none")
+	fs.IntVar(&l.MaxConns, "max-conns", 0, "most Unix connections at once (0: a third of RLIMIT_NOFILE; past it: EAGAIN); -1 for none")
 	fs.IntVar(&l.MaxConnsPerUID, "max-conns-per-uid", 0, "most Unix connections of one peer uid (0: half of --max-conns; EAGAIN); -1 for none")
 	return func() (server.Limits, error) {
 		for _, f := range []struct {
