@@ -228,7 +228,7 @@ func TestSeccompSendsDoNotNotify(t *testing.T) {
 // namespace made by ip netns add (setns) reaches the nlemu namespace of
 // the same name (created for it, matched by device and inode); one that
 // unshares a new namespace reaches an ephemeral "netns-INODE", deleted
-// when its last socket closes. The kernel namespaces stay empty.
+// when the program is done. The kernel namespaces stay empty.
 func TestSeccompUnshareMapsToOwnNamespace(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: unshare(CLONE_NEWNET) and setns")
@@ -259,7 +259,8 @@ func TestSeccompUnshareMapsToOwnNamespace(t *testing.T) {
 		t.Errorf("nlemu namespace %s lacks the rule:\n%s", name, got)
 	}
 	// a namespace of its own, never named: an ephemeral netns-INODE, which
-	// has the rule while the program runs and is gone once its socket closed
+	// has the rule while the program runs and is gone once it (and its
+	// supervisor, which anchors the namespace) exited
 	before := f.srv.Namespaces().List()
 	out = f.nlemuRun(t, "seccomp-unshare", false, "", f.progs["go"], "unshare", "301", "301")
 	if !strings.Contains(out, "rule 301 table 301") {
@@ -270,7 +271,7 @@ func TestSeccompUnshareMapsToOwnNamespace(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if d := cmp.Diff(before, f.srv.Namespaces().List()); d != "" {
-		t.Errorf("the ephemeral namespace outlived its socket (-before +after):\n%s", d)
+		t.Errorf("the ephemeral namespace outlived the program (-before +after):\n%s", d)
 	}
 
 	// the same without root: uid 65534 in a user namespace of its own
