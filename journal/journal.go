@@ -227,6 +227,14 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 			return nil, nil, err
 		}
 	}
+	for _, name := range rs.ephemeral {
+		// Journaled like any delete: the next restore does not see it.
+		if err := mgr.Del(name); err != nil {
+			j.Close()
+			return nil, nil, err
+		}
+		opt.Logf("journal: ephemeral namespace %s not restored: its sockets did not survive", name)
+	}
 	return j, rs, nil
 }
 
@@ -307,6 +315,31 @@ func (j *Journal) Deleted(ns *nsmgr.Namespace) (func() error, error) {
 	j.ents.Delete(ns)
 	b := j.append(record{Kind: kindNetnsDel, NSID: e.id}, n)
 	return b.wait, nil
+}
+
+// Ephemeral records that namespace ns lives only while it has sockets
+// (server/ephemeral.go). Its sockets do not survive a restart, so restore
+// deletes it (and records the deletion) instead of bringing it back as a
+// namespace nobody holds. It returns once the record is durable.
+func (j *Journal) Ephemeral(ns *nsmgr.Namespace) error {
+	v, ok := j.ents.Load(ns)
+	if !ok {
+		return nil
+	}
+	e := v.(*entry)
+	e.mu.Lock()
+	if e.deleted {
+		e.mu.Unlock()
+		return nil
+	}
+	n := int64(recordSize(0))
+	if err := j.reserve(n); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	b := j.append(record{Kind: kindEphemeral, NSID: e.id}, n)
+	e.mu.Unlock()
+	return b.wait()
 }
 
 // errnoOf is the errno a client is told for a journal failure.

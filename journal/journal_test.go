@@ -563,3 +563,36 @@ func TestCrashWhileStartingAJournal(t *testing.T) {
 		t.Fatal("state after a first start over a torn header was not kept")
 	}
 }
+
+// TestEphemeralNamespaceNotRestored: an ephemeral namespace (deleted with
+// its last socket) that existed when the server died does not come back
+// as a namespace nobody holds; its deletion is recorded.
+func TestEphemeralNamespaceNotRestored(t *testing.T) {
+	dir := t.TempDir()
+	e := openEnv(t, dir, Options{})
+	c, err := e.srv.Dial(server.Options{Namespace: "tmp", Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if errno := sendAck(t, c, ruleAdd(rtnl.AF_INET, 0, 9)); errno != 0 {
+		t.Fatalf("rule in the ephemeral namespace: errno %d", errno)
+	}
+	if err := e.srv.Namespaces().Add("kept"); err != nil {
+		t.Fatal(err)
+	}
+	// The server dies with the socket open: what is on disk now.
+	crashed := copyState(t, dir, func(b []byte) []byte { return b })
+	e2 := openEnv(t, crashed, Options{})
+	if got := strings.Join(e2.srv.Namespaces().List(), ","); got != "default,kept" {
+		t.Fatalf("namespaces after the restart: %s", got)
+	}
+	if e2.rs.Failed != 0 || !strings.Contains(e2.logs(), "ephemeral namespace tmp not restored") {
+		t.Fatalf("restore: %+v %s", *e2.rs, e2.logs())
+	}
+	e2.close()
+	e3 := openEnv(t, crashed, Options{})
+	if got := strings.Join(e3.srv.Namespaces().List(), ","); got != "default,kept" || e3.logs() != "[]" {
+		t.Fatalf("second restart: %s %s", got, e3.logs())
+	}
+}

@@ -24,14 +24,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Record kinds.
 const (
-	kindNetnsAdd = 1 // payload: the namespace's 32-byte random seed, then its name
-	kindNetnsDel = 2 // payload: none
-	kindRequest  = 3 // payload: the rtnetlink request as received (nlmsg_len bytes)
-	kindJournal  = 4 // a journal's first record; payload: uint64 file number
-	kindSnapshot = 5 // a snapshot's first record; payload: covers, next seq, next nsid
-	kindEnd      = 6 // a snapshot's last record; payload: uint64 records before it
-	kindSeed     = 7 // the default namespace's seed (32 bytes), on the first start
-	kindMax      = kindSeed
+	kindNetnsAdd  = 1 // payload: the namespace's 32-byte random seed, then its name
+	kindNetnsDel  = 2 // payload: none
+	kindRequest   = 3 // payload: the rtnetlink request as received (nlmsg_len bytes)
+	kindJournal   = 4 // a journal's first record; payload: uint64 file number
+	kindSnapshot  = 5 // a snapshot's first record; payload: covers, next seq, next nsid
+	kindEnd       = 6 // a snapshot's last record; payload: uint64 records before it
+	kindSeed      = 7 // the default namespace's seed (32 bytes), on the first start
+	kindEphemeral = 8 // the namespace lives while it has sockets; payload: none
+	kindMax       = kindEphemeral
 )
 
 // Record flags.

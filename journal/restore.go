@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sort"
 
 	"github.com/nlemu/nlemu/nsmgr"
 	"github.com/nlemu/nlemu/rtnl"
@@ -21,7 +22,8 @@ type Restored struct {
 	// unless the handlers changed between runs, or the state was edited.
 	Failed int
 
-	seeded bool // the default namespace's seed was replayed
+	seeded    bool     // the default namespace's seed was replayed
+	ephemeral []string // ephemeral namespaces restored, for Open to delete
 }
 
 func mkdirPrivate(dir string) error { return os.MkdirAll(dir, 0o700) }
@@ -30,6 +32,7 @@ func mkdirPrivate(dir string) error { return os.MkdirAll(dir, 0o700) }
 type replayer struct {
 	j    *Journal
 	byID map[uint64]*nsmgr.Namespace
+	eph  map[uint64]bool // namespaces marked ephemeral
 	rs   *Restored
 }
 
@@ -64,7 +67,14 @@ func (p *replayer) replay(r record) {
 		ns.Seed([32]byte(r.Payload[:32]))
 		p.byID[r.NSID] = ns
 		p.j.nextNS = max(p.j.nextNS, r.NSID+1)
+	case kindEphemeral:
+		if _, ok := p.byID[r.NSID]; !ok || r.NSID == 0 {
+			p.fail(r, "ephemeral mark of an unknown namespace")
+			return
+		}
+		p.eph[r.NSID] = true
 	case kindNetnsDel:
+		delete(p.eph, r.NSID)
 		ns, ok := p.byID[r.NSID]
 		if !ok {
 			p.fail(r, "netns del of an unknown namespace")
@@ -121,7 +131,7 @@ func readSnapshot(data []byte) (snapshotHeader, []record, error) {
 func (j *Journal) restore() (*Restored, error) {
 	rs := &Restored{}
 	def, _ := j.mgr.Get(nsmgr.DefaultName)
-	p := &replayer{j: j, byID: map[uint64]*nsmgr.Namespace{0: def}, rs: rs}
+	p := &replayer{j: j, byID: map[uint64]*nsmgr.Namespace{0: def}, eph: map[uint64]bool{}, rs: rs}
 	if err := j.fs.Remove(snapTmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -219,7 +229,11 @@ func (j *Journal) restore() (*Restored, error) {
 		j.ents.Store(ns, &entry{id: id})
 		j.nextNS = max(j.nextNS, id+1)
 	}
-	rs.Namespaces = len(p.byID)
+	for id := range p.eph {
+		rs.ephemeral = append(rs.ephemeral, p.byID[id].Name())
+	}
+	sort.Strings(rs.ephemeral)
+	rs.Namespaces = len(p.byID) - len(p.eph)
 	if len(live) == 0 {
 		if err := j.startFile(covers); err != nil {
 			return nil, err

@@ -55,6 +55,7 @@ func (s *Server) attach(name string, opts uint32) (*nsmgr.Namespace, error) {
 		}
 		if opts&optEphemeral != 0 {
 			e.refs[ns] = 0
+			s.journalEphemeral(ns) // --state (journal.go)
 		}
 	}
 	if n, ok := e.refs[ns]; ok {

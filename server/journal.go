@@ -17,6 +17,14 @@ type Journal interface {
 // server has clients (after restoring the state j holds).
 func (s *Server) SetJournal(j Journal) { s.journal = j }
 
+// journalEphemeral tells the journal that namespace ns is ephemeral, so
+// that a restart does not bring it back without its sockets.
+func (s *Server) journalEphemeral(ns *nsmgr.Namespace) {
+	if j, ok := s.journal.(interface{ Ephemeral(*nsmgr.Namespace) error }); ok {
+		j.Ephemeral(ns)
+	}
+}
+
 // mutates reports whether request m is one a journal records when it
 // succeeds: every rtnetlink request but a GET (rtnetlink_rcv_msg()'s
 // kinds), with the family byte every handler needs.
