@@ -136,6 +136,9 @@ func dumpFamilies(typ uint16) []uint8 {
 	return fams
 }
 
+// nlmFBulk is NLM_F_BULK, a delete's modifier (NLM_F_EXCL's bit).
+const nlmFBulk = 0x200
+
 // Do handles one request (rtnetlink_rcv_msg()). It returns a Dumper when the
 // request started a dump (no ACK follows), or the outcome to acknowledge: an
 // error, or nil; an *rtnl.Error with Errno 0 is a success carrying a
@@ -176,6 +179,13 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 	r, ok := lookupRow(family, typ, false)
 	if !ok {
 		return nil, rtnl.Errno(syscall.EOPNOTSUPP)
+	}
+	// rtnetlink_rcv_msg(): NLM_F_BULK (0x200, NLM_F_EXCL's bit) on a
+	// delete is refused unless the handler has
+	// RTNL_FLAG_BULK_DEL_SUPPORTED, which none of nlemu's families has
+	// (only neighbours and the bridge FDB do).
+	if (typ-16)&3 == 1 && uint16(m.Header.Flags)&nlmFBulk != 0 {
+		return nil, rtnl.Errorf(syscall.EOPNOTSUPP, "Bulk delete is not supported")
 	}
 	if r.flags&lockRTNL != 0 && ns.cfg != nil && ns.cfg.RTNL != nil {
 		ns.cfg.RTNL.Lock()

@@ -88,8 +88,13 @@ func (cl *Client) SetRecvTimeout(d time.Duration) {
 	cl.mu.Unlock()
 }
 
-// Send sends one netlink datagram.
+// Send sends one netlink datagram. An empty one fails with ENODATA, as
+// netlink_sendmsg() refuses it ("Zero length message leads to an empty
+// skb"; over the Unix socket it would read as the end of the stream).
 func (cl *Client) Send(b []byte) error {
+	if len(b) == 0 {
+		return syscall.ENODATA
+	}
 	if cl.c != nil {
 		if cl.isClosed() {
 			return net.ErrClosed
