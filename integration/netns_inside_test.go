@@ -170,6 +170,14 @@ func TestUnshareInsideProgramGetsItsOwnNamespace(t *testing.T) {
 			if got := slices.Contains(eph, name); got != tc.ephemeral {
 				t.Errorf("%s ephemeral = %v, want %v (ephemeral: %q)", name, got, tc.ephemeral, eph)
 			}
+			// nlemu netns list marks it.
+			list, err := exec.Command(nlemuBin, "netns", "list", "--socket", srv.sock).CombinedOutput()
+			if err != nil {
+				t.Fatalf("nlemu netns list: %v\n%s", err, list)
+			}
+			if mark := name + " (ephemeral)"; !slices.Contains(strings.Split(strings.TrimSpace(string(list)), "\n"), mark) {
+				t.Errorf("nlemu netns list does not show %q:\n%s", mark, list)
+			}
 			stdin.Close()
 			io.Copy(io.Discard, stdout)
 			if err := cmd.Wait(); err != nil {
