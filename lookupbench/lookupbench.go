@@ -7,7 +7,9 @@
 // layout.
 //
 // Per-lookup times come from timing a batch of lookups per sample and
-// dividing: one time.Now costs 20–40 ns, as much as a lookup.
+// dividing (reading a clock costs as much as a lookup), in thread CPU
+// time, so that other processes on a shared machine inflate them less;
+// the one-core against all-cores rates are wall-clock lookups per second.
 package lookupbench
 
 import (
@@ -19,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nlemu/nlemu/fib"
 	"github.com/nlemu/nlemu/flow"
@@ -35,7 +39,7 @@ type Config struct {
 	Rules int
 	// Samples is the number of timed samples per case (default 2,000).
 	Samples int
-	// PerSample is the number of lookups timed together (default 128; a
+	// PerSample is the number of lookups timed together (default 256; a
 	// multiple of BatchLen).
 	PerSample int
 	// Cores is the number of goroutines of the all-cores case (default
@@ -47,6 +51,12 @@ type Config struct {
 	Progress func(family, done, total int)
 }
 
+// MaxFlows is the number of distinct flows the cases cycle through: 1,024
+// destinations spread over the table, as the fib package's benchmarks use,
+// so that the figures are those of a warm cache (seed 000's module times
+// repeated lookups too) rather than of memory latency.
+const MaxFlows = 1024
+
 // BatchLen is the burst length of the LookupBatch cases (seed 003 measures
 // list receive, whose bursts are up to 64 packets).
 const BatchLen = 64
@@ -56,7 +66,7 @@ func (c *Config) defaults() {
 		c.Samples = 2000
 	}
 	if c.PerSample <= 0 {
-		c.PerSample = 128
+		c.PerSample = 256
 	}
 	c.PerSample = max(BatchLen, c.PerSample/BatchLen*BatchLen)
 	if c.Cores <= 0 {
@@ -179,7 +189,7 @@ func (noDevices) IndexByName([]byte) int32 { return 0 }
 
 // Build returns a namespace of family fam (4 or 6) with n random routes in
 // main: IPv4 /16–/32 (mostly /24), IPv6 /32–/64 (mostly /48) under
-// 2001::/16, all through one gateway; and up to 4,096 flows into them.
+// 2001::/16, all through one gateway; and up to MaxFlows flows into them.
 func Build(fam, n int, seed int64, progress func(done, total int)) (*Namespace, error) {
 	af := uint8(rtnl.AF_INET)
 	tb := fib.NewIPv4()
@@ -190,7 +200,6 @@ func Build(fam, n int, seed int64, progress func(done, total int)) (*Namespace, 
 	ns := &Namespace{FIB: fib.NewFIB(tb, ops), Tables: tb, Rules: ops}
 	rng := rand.New(rand.NewSource(seed + int64(fam)))
 	gw4, gw6 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("fe80::1")
-	const maxFlows = 4096
 	for added := 0; added < n; {
 		r := fib.Route{Family: af, Table: rtnl.RT_TABLE_MAIN, Type: rtnl.RTN_UNICAST, Protocol: rtnl.RTPROT_STATIC}
 		var dst netip.Addr
@@ -217,7 +226,7 @@ func Build(fam, n int, seed int64, progress func(done, total int)) (*Namespace, 
 			return nil, fmt.Errorf("insert %v: %v", r.Dst, err)
 		}
 		added++
-		if len(ns.Flows) < maxFlows {
+		if len(ns.Flows) < MaxFlows {
 			ns.Flows = append(ns.Flows, flow.Key{Dst: dst, IIF: 1, Proto: 17})
 		}
 		if progress != nil && (added%1024 == 0 || added == n) {
@@ -268,13 +277,21 @@ func Run(cfg Config) ([]*Family, error) {
 	for _, fam := range []int{4, 6} {
 		var progress func(done, total int)
 		if cfg.Progress != nil {
+			// Two namespaces per family: without rules and with them.
 			progress = func(done, total int) { cfg.Progress(fam, done, total) }
 		}
 		ns, err := Build(fam, cfg.Routes, cfg.Seed, progress)
 		if err != nil {
 			return nil, err
 		}
-		f, err := Measure(ns, fam, &cfg)
+		withRules, err := Build(fam, cfg.Routes, cfg.Seed, progress)
+		if err != nil {
+			return nil, err
+		}
+		if err := withRules.AddRules(cfg.Rules); err != nil {
+			return nil, err
+		}
+		f, err := Measure(ns, withRules, fam, &cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -284,15 +301,21 @@ func Run(cfg Config) ([]*Family, error) {
 	return out, nil
 }
 
-// Measure times every case on ns (which has no custom rules yet; the
-// rule-walk case adds cfg.Rules of them last).
-func Measure(ns *Namespace, fam int, cfg *Config) (*Family, error) {
+// Measure times every case: ns has no custom rules, withRules the same
+// routes and flows and cfg.Rules custom rules (the rule walk). The cases
+// are interleaved in blocks (sample), so that a change in the machine's
+// load during the run shifts them all alike and their ratios stay
+// meaningful.
+func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 	cfg.defaults()
 	f := &Family{Family: fam, Rules: cfg.Rules, Cores: cfg.Cores}
 	flows := ns.Flows
+	if len(flows) < BatchLen || len(withRules.Flows) != len(flows) {
+		return nil, fmt.Errorf("%d flows: need %d routes or more", len(flows), BatchLen)
+	}
 	per := cfg.PerSample
 	// Bursts: one destination (the first flow of each window repeated) and
-	// distinct destinations, each per-sample long.
+	// distinct destinations.
 	same := make([]flow.Key, len(flows))
 	for i := range flows {
 		same[i] = flows[i/BatchLen*BatchLen]
@@ -300,10 +323,12 @@ func Measure(ns *Namespace, fam int, cfg *Config) (*Family, error) {
 	res := make([]fib.Result, BatchLen)
 	errs := make([]syscall.Errno, BatchLen)
 	var bad syscall.Errno
-	single := func(off int) {
-		for i := 0; i < per; i++ {
-			if _, err := ns.FIB.Lookup(flows[(off+i)%len(flows)]); err != 0 {
-				bad = err
+	single := func(x *fib.FIB) func(int) {
+		return func(off int) {
+			for i := 0; i < per; i++ {
+				if _, err := x.Lookup(flows[(off+i)%len(flows)]); err != 0 {
+					bad = err
+				}
 			}
 		}
 	}
@@ -324,39 +349,79 @@ func Measure(ns *Namespace, fam int, cfg *Config) (*Family, error) {
 			}
 		}
 	}
-	if len(flows) < BatchLen {
-		return nil, fmt.Errorf("only %d flows: need %d routes or more", len(flows), BatchLen)
+	cases := []struct {
+		fn  func(int)
+		out *Stats
+	}{
+		{single(ns.FIB), &f.FastPath},
+		{single(withRules.FIB), &f.RuleWalk},
+		{batch(same, true), &f.SameHints},
+		{batch(same, false), &f.SameNoHints},
+		{batch(flows, true), &f.DistHints},
+		{batch(flows, false), &f.DistNoHints},
 	}
-	f.FastPath = sample(cfg.Samples, per, single)
-	f.SameHints = sample(cfg.Samples, per, batch(same, true))
-	f.SameNoHints = sample(cfg.Samples, per, batch(same, false))
-	f.DistHints = sample(cfg.Samples, per, batch(flows, true))
-	f.DistNoHints = sample(cfg.Samples, per, batch(flows, false))
+	fns := make([]func(int), len(cases))
+	for i, c := range cases {
+		fns[i] = c.fn
+	}
+	for i, st := range sample(cfg.Samples, per, fns) {
+		*cases[i].out = st
+	}
 	f.OneCore = rate(ns.FIB, flows, 1, cfg.Samples*per)
 	f.AllCores = rate(ns.FIB, flows, cfg.Cores, cfg.Samples*per)
-	if err := ns.AddRules(cfg.Rules); err != nil {
-		return nil, err
-	}
-	f.RuleWalk = sample(cfg.Samples, per, single)
 	if bad != 0 {
 		return nil, fmt.Errorf("a lookup failed: %v", bad)
 	}
 	return f, nil
 }
 
-// sample times n samples of fn, each doing per lookups, and returns the
-// per-lookup times. A warm-up pass runs first.
-func sample(n, per int, fn func(off int)) Stats {
+// sample times n samples of each of the cases fns, in blocks (see below),
+// each sample doing per lookups, and returns each case's
+// per-lookup times. A warm-up pass runs first. A sample is the goroutine's
+// thread CPU time (CLOCK_THREAD_CPUTIME_ID, on a locked OS thread), not
+// wall time: on a shared machine it does not count the time other
+// processes ran, and on an idle one the two agree.
+func sample(n, per int, fns []func(off int)) []Stats {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for i := 0; i < n/10+1; i++ {
-		fn(i * per)
+		for _, fn := range fns {
+			fn(i * per)
+		}
 	}
-	out := make([]float64, n)
+	out := make([][]float64, len(fns))
 	for i := range out {
-		t0 := time.Now()
-		fn(i * per)
-		out[i] = float64(time.Since(t0).Nanoseconds()) / float64(per)
+		out[i] = make([]float64, n)
 	}
-	return statsOf(out)
+	// Blocks of samples per case, the cases of a round in a random order:
+	// a block runs on the caches its own first samples warmed (the rule
+	// walk's namespace is a second table of the same size), and a change
+	// in the machine's load is spread over every case.
+	rng := rand.New(rand.NewSource(int64(n)))
+	const block = 50
+	for start := 0; start < n; start += block {
+		for _, c := range rng.Perm(len(fns)) {
+			for i := start; i < min(start+block, n); i++ {
+				t0 := threadCPU()
+				fns[c](i * per)
+				out[c][i] = float64(threadCPU()-t0) / float64(per)
+			}
+		}
+	}
+	st := make([]Stats, len(fns))
+	for i := range out {
+		st[i] = statsOf(out[i])
+	}
+	return st
+}
+
+// threadCPU returns the calling thread's CPU time in nanoseconds.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return time.Now().UnixNano()
+	}
+	return ts.Nano()
 }
 
 // rate returns the fast-path lookups per second of g goroutines doing
