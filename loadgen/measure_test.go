@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"os"
 	"testing"
 
@@ -91,4 +92,17 @@ func TestVerifyReportsProgress(t *testing.T) {
 	if last != 3 {
 		t.Errorf("verification ended at %d of 3", last)
 	}
+}
+
+// FuzzParsePerf: any perf output parses without a panic, and a count it
+// returns is the first field of a raw_syscalls line.
+func FuzzParsePerf(f *testing.F) {
+	f.Add([]byte("2451,,raw_syscalls:sys_enter,884478,100.00,,\n"))
+	f.Add([]byte("<not counted>,,raw_syscalls:sys_enter,0,100.00,,\n"))
+	f.Add([]byte(",,,\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, ok := parsePerf(b); ok && !bytes.Contains(b, []byte("raw_syscalls:sys_enter")) {
+			t.Errorf("parsePerf(%q) found a count without the event", b)
+		}
+	})
 }
