@@ -12,5 +12,8 @@ func TestMain(m *testing.M) {
 	if ipcBuildBin != "" {
 		os.RemoveAll(filepath.Dir(ipcBuildBin))
 	}
+	if seccompBuilt.dir != "" { // seccomp_test.go
+		os.RemoveAll(seccompBuilt.dir)
+	}
 	os.Exit(code)
 }

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,12 +39,66 @@ type seccompFixture struct {
 	guard *hostGuard
 }
 
+// seccompBuilt are the public copies of nlemu and the two programs, built
+// once per test process.
+var seccompBuilt struct {
+	once  sync.Once
+	dir   string
+	nlemu string
+	progs map[string]string
+	err   error
+}
+
+func seccompBuild(t *testing.T) {
+	t.Helper()
+	b := &seccompBuilt
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "nlemu-seccomp-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.dir, b.progs = dir, map[string]string{}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(file))
+		b.progs["c"] = filepath.Join(dir, "nlprog")
+		if out, err := exec.Command("gcc", "-static", "-O1", "-Wall", "-o", b.progs["c"],
+			filepath.Join(root, "integration/testdata/seccomp/nlprog.c"), "-lpthread").CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("gcc -static nlprog.c: %v\n%s", err, out)
+			return
+		}
+		b.progs["go"] = filepath.Join(dir, "goprog")
+		cmd := exec.Command("go", "build", "-o", b.progs["go"], "./integration/testdata/seccomp/goprog")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build goprog: %v\n%s", err, out)
+			return
+		}
+		bin, err := ipcNlemuBinary()
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.nlemu = filepath.Join(dir, "nlemu")
+		b.err = copyExecutable(bin, b.nlemu)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+}
+
 func newSeccompFixture(t *testing.T) *seccompFixture {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc is not installed: the static C program cannot be built")
 	}
-	dir, err := os.MkdirTemp("", "nlemu-seccomp-")
+	seccompBuild(t)
+	// the server's socket in a public directory of this test's own
+	dir, err := os.MkdirTemp("", "nlemu-seccomp-sock-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,26 +106,7 @@ func newSeccompFixture(t *testing.T) *seccompFixture {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := &seccompFixture{dir: dir, progs: map[string]string{}}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(file))
-	f.progs["c"] = filepath.Join(dir, "nlprog")
-	if out, err := exec.Command("gcc", "-static", "-O1", "-Wall", "-o", f.progs["c"],
-		filepath.Join(root, "integration/testdata/seccomp/nlprog.c"), "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("gcc -static nlprog.c: %v\n%s", err, out)
-	}
-	f.progs["go"] = filepath.Join(dir, "goprog")
-	cmd := exec.Command("go", "build", "-o", f.progs["go"], "./integration/testdata/seccomp/goprog")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build goprog: %v\n%s", err, out)
-	}
-	bin := shimNlemu(t)
-	f.nlemu = filepath.Join(dir, "nlemu")
-	if err := copyExecutable(bin, f.nlemu); err != nil {
-		t.Fatal(err)
-	}
+	f := &seccompFixture{dir: dir, nlemu: seccompBuilt.nlemu, progs: seccompBuilt.progs}
 	// nobody may change state (the unprivileged runs compare with root's
 	// kernel run); the socket is world-connectable in a public directory.
 	f.srv = server.New(server.Config{AllowGroups: []uint32{nobody}})
