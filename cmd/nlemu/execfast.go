@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -88,6 +89,16 @@ func writeFastRecord(lib string) {
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o600) != nil || os.Rename(tmp.Name(), path) != nil {
 		os.Remove(tmp.Name())
+		return
+	}
+	// Every build of nlemu gets its own record (a test run builds one per
+	// run): records not rewritten for a week are of binaries long gone or
+	// unused, and a later run would only write them again.
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "exec-fast-*"))
+	for _, o := range old {
+		if fi, err := os.Lstat(o); err == nil && o != path && time.Since(fi.ModTime()) > 7*24*time.Hour {
+			os.Remove(o)
+		}
 	}
 }
 

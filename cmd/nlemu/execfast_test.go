@@ -75,6 +75,27 @@ func TestFastRecordDescribesTheLibrary(t *testing.T) {
 	if got, _ := os.ReadFile(path); string(got) != want() {
 		t.Errorf("after the library changed, record:\n%q\nwant\n%q", got, want())
 	}
+	// Records of other binaries are removed once a week old, not before.
+	stale, fresh := filepath.Join(base, "exec-fast-1-2-3.000000004-5"), filepath.Join(base, "exec-fast-6-7-8.000000009-10")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	weekAgo := time.Now().Add(-8 * 24 * time.Hour)
+	if err := os.Chtimes(stale, weekAgo, weekAgo); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(lib, weekAgo, weekAgo); err != nil { // a new record to write
+		t.Fatal(err)
+	}
+	writeFastRecord(lib)
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("a week-old record of another binary was kept")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a recent record of another binary was removed: %v", err)
+	}
 	// Outside the cache: no record, and the existing one is left alone.
 	before, _ := os.ReadFile(path)
 	other := filepath.Join(t.TempDir(), "libnlemu_preload.so")
