@@ -62,6 +62,7 @@ func runEnv(args []string) int {
 		fmt.Fprintf(os.Stderr, "nlemu env: %v\n", err)
 		return 1
 	}
+	writeFastRecord(lib) // execfast.go: later nlemu exec runs skip the Go start
 	// The same variables nlemu exec gives CMD.
 	for _, kv := range execEnv(os.Environ(), lib, path, *ns) {
 		k, v, _ := strings.Cut(kv, "=")
