@@ -99,6 +99,10 @@ func (cl *Client) Send(b []byte) error {
 		if cl.isClosed() {
 			return net.ErrClosed
 		}
+		if len(b) > cl.c.srv.maxMsg() {
+			// netlink_sendmsg(): EMSGSIZE at send (--max-msg, limits.go).
+			return syscall.EMSGSIZE
+		}
 		cl.c.handle(b)
 		return nil
 	}

@@ -28,10 +28,11 @@ type Limits struct {
 	// MaxLinks bounds the devices of one namespace (ENOSPC with an
 	// extack).
 	MaxLinks int
-	// MaxMsg bounds one datagram a client sends, in bytes: larger ones are
-	// dropped and the socket's next receive fails with EMSGSIZE (the
-	// kernel's netlink_sendmsg() refuses len > sk_sndbuf - 32 at send,
-	// which a Unix socket's server cannot do). At most 1 MiB, the
+	// MaxMsg bounds one datagram a client sends, in bytes: the kernel's
+	// netlink_sendmsg() refuses len > sk_sndbuf - 32 with EMSGSIZE at
+	// send, and so does an in-process Client.Send; over the Unix socket,
+	// whose send cannot be failed afterwards, the datagram is dropped and
+	// the socket's next receive fails with EMSGSIZE. At most 1 MiB, the
 	// reader's buffer.
 	MaxMsg int
 	// RmemDefault is a new socket's receive buffer and RmemMax the most
