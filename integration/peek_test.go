@@ -105,7 +105,9 @@ var straceCount = regexp.MustCompile(`(?m)^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?
 // and N recvmsg calls on the client side under the shim (iproute2's sizing
 // peek is answered from the datagram the shim already read), plus a handful
 // for the socket's setup; before the read-ahead it was 2N receive calls.
-// Counted with strace -c (a count, not a time).
+// Counted with strace -c (a count, not a time). The ip runs as after
+// `eval "$(nlemu env -n NS)"`: a plain ip with the shim's environment and
+// no nlemu process (README, Quick start).
 func TestShimOneReceivePerReply(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		kernelns.Unavailable(t, "strace is not installed: the system calls cannot be counted")
