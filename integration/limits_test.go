@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/nlemu/nlemu/integration/kernelns"
 	"github.com/nlemu/nlemu/server"
@@ -66,5 +69,62 @@ func TestMaxConnsPerUIDCountsEachPeerUID(t *testing.T) {
 	}
 	if got := runProbe(t, []string{limitChildEnv + "=" + sock}, asNobody("", bin)); got != "ok EAGAIN\n" {
 		t.Errorf("uid %d's two connections while root is at its limit: %q, want \"ok EAGAIN\"", nobody, got)
+	}
+}
+
+// msgSizeProbe sends NLMSG_DONE messages (not requests: nothing answers)
+// of the sizes around sk_sndbuf - 32, at the default SO_SNDBUF and after
+// SO_SNDBUF 32768 (doubled to 65536), and prints what each send returned.
+const msgSizeProbe = `
+import socket, struct, errno
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+def probe(sizes):
+    for n in sizes:
+        b = struct.pack("=IHHII", n, 3, 0, 1, 0) + bytes(n - 16)
+        try:
+            s.send(b); print(n, "ok")
+        except OSError as e:
+            print(n, errno.errorcode[e.errno])
+d = s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+print("sndbuf", d)
+probe((d - 32, d - 31))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32768)
+d = s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+print("sndbuf", d)
+probe((d - 32, d - 31))
+`
+
+// TestSendEMSGSIZELikeKernel: a netlink send longer than sk_sndbuf - 32
+// fails with EMSGSIZE at sendmsg() (netlink_sendmsg(); measured: 212960
+// bytes go, 212961 fail at the default 212992, 65504 and 65505 after
+// SO_SNDBUF 32768). Under `nlemu exec` the same sends give the same
+// answers: the shim's AF_UNIX SEQPACKET socket applies the same bound
+// (unix_dgram_sendmsg()) with the SO_SNDBUF the program set, before
+// --max-msg is ever reached.
+func TestSendEMSGSIZELikeKernel(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		kernelns.Unavailable(t, "%s is not installed: %v", py, err)
+	}
+	bin, err := ipcNlemuBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kns := kernelns.NewForTest(t, "nlemu-msgsize")
+	kernel, err := exec.Command("ip", "netns", "exec", kns.Name(), py, "-c", msgSizeProbe).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kernel: %v\n%s", err, kernel)
+	}
+	_, sock := startTestServer(t, t.TempDir())
+	g := newHostGuard(t)
+	nlemu, err := g.command(context.Background(), ipcFindIP(), bin, "exec", "--socket", sock, "-n", "default", "--", py, "-c", msgSizeProbe).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nlemu: %v\n%s", err, nlemu)
+	}
+	if d := cmp.Diff(string(kernel), string(nlemu)); d != "" {
+		t.Errorf("sends around sk_sndbuf - 32 (-kernel +nlemu):\n%s", d)
+	}
+	if !strings.Contains(string(kernel), "EMSGSIZE") {
+		t.Errorf("the probe saw no EMSGSIZE from the kernel:\n%s", kernel)
 	}
 }
