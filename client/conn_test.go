@@ -401,3 +401,21 @@ func nlemuPair(t *testing.T, transport string) *pair {
 	}
 	return &p
 }
+
+// TestSyscallConnNotOffered: the one netlink.Conn method that differs
+// from a kernel socket: there is no descriptor of a netlink socket to give,
+// and netlink.Conn says so with its own "not supported" error.
+func TestSyscallConnNotOffered(t *testing.T) {
+	srv := server.New(server.Config{})
+	defer srv.Close()
+	sock, err := client.DialServer(srv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewConn(sock)
+	defer c.Close()
+	rc, err := c.SyscallConn()
+	if rc != nil || err == nil || err.Error() != "netlink syscall-conn: operation not supported" {
+		t.Fatalf("SyscallConn() = %v, %v; want nil and netlink's not-supported error", rc, err)
+	}
+}
