@@ -377,3 +377,70 @@ func TestSeccompExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompRunsIPLikeTheShim: iproute2's ip (dynamic, so normally the
+// shim's) forced under the supervisor with --seccomp — its sizing peeks,
+// dumps, extended acks, a monitor — prints what it prints under the shim
+// (checked against the kernel elsewhere), step by step, in two fresh
+// namespaces. The veth pair's MAC addresses are given: each namespace
+// would draw its own, and with them its link-local addresses.
+func TestSeccompRunsIPLikeTheShim(t *testing.T) {
+	ip := ipcFindIP()
+	if ip == "" {
+		t.Skip("iproute2 (ip) is not installed")
+	}
+	f := newSeccompFixture(t)
+	steps := [][]string{
+		{"link", "add", "v0", "address", "02:00:00:00:00:01", "type", "veth", "peer", "name", "v1", "address", "02:00:00:00:00:02"},
+		{"link", "set", "v0", "up"},
+		{"link", "set", "v1", "up"},
+		{"addr", "add", "192.0.2.1/24", "dev", "v0"},
+		{"-6", "addr", "add", "2001:db8::1/64", "dev", "v0", "nodad"},
+		{"route", "add", "198.51.100.0/24", "via", "192.0.2.254"},
+		{"route", "get", "198.51.100.7"},
+		{"rule", "add", "pref", "10", "from", "192.0.2.0/24", "table", "10"},
+		{"rule", "add", "pref", "10", "from", "192.0.2.0/24", "table", "10"}, // EEXIST, with its message
+		{"-d", "link", "show"},
+		{"addr", "show"},
+		{"route", "show", "table", "all"},
+		{"-6", "route", "show", "table", "all"},
+		{"rule", "show"},
+		{"-s", "-j", "link", "show", "lo"},
+	}
+	run := func(ns string, seccomp bool, args []string) string {
+		argv := []string{f.nlemu, "exec", "--socket", f.sock, "-n", ns}
+		if seccomp {
+			argv = append(argv, "--seccomp")
+		}
+		argv = append(append(argv, "--", ip), args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		if f.guard != nil {
+			cmd = f.guard.command(context.Background(), ip, argv...)
+		}
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		done := shimWatchdog(t, cmd, 60*time.Second)
+		err := cmd.Run()
+		done()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("exit %d\n%s%s", code, o.String(), e.String())
+	}
+	for _, ns := range []string{"seccomp-ip-shim", "seccomp-ip-seccomp"} {
+		if err := f.srv.Namespaces().Add(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range steps {
+		want := run("seccomp-ip-shim", false, step)
+		got := run("seccomp-ip-seccomp", true, step)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("ip %s: --seccomp differs from the shim (-shim +seccomp):\n%s", strings.Join(step, " "), d)
+		}
+	}
+}
