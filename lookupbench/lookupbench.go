@@ -183,8 +183,10 @@ type Namespace struct {
 	Flows []flow.Key
 }
 
+// noDevices resolves no device name: the benchmark's rules name none.
 type noDevices struct{}
 
+// IndexByName implements rulesops.Devices.
 func (noDevices) IndexByName([]byte) int32 { return 0 }
 
 // Build returns a namespace of family fam (4 or 6) with n random routes in
