@@ -41,6 +41,7 @@ const nlMaxGroups = 39
 type sock struct {
 	portid uint32
 	typ    int
+	born   uint64 // the supervisor's socket count when it was made (sweepSocks)
 
 	mu      sync.Mutex
 	opts    uint32    // guarded by mu

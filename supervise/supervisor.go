@@ -43,6 +43,8 @@ type Supervisor struct {
 
 	mu     sync.Mutex
 	socks  map[uint64]*sock // by the Unix socket's inode; guarded by mu
+	made   uint64           // sockets made; guarded by mu
+	sweep  int              // len(socks) at which sweepSocks runs next; guarded by mu
 	pidfds map[int]int      // tid -> pidfd; guarded by mu
 	nsMap  nsMap
 
@@ -233,30 +235,41 @@ func (s *Supervisor) handle(n *notif, inline bool) {
 	}
 }
 
+// maxPidfds bounds the pidfd cache.
+const maxPidfds = 4096
+
 // pidfd returns a pidfd for thread tid (PIDFD_THREAD: a thread that is not
-// the group leader has one too), cached.
-func (s *Supervisor) pidfd(tid int, fresh bool) (int, error) {
+// the group leader has one too), cached; owned says the caller must close
+// it (the cache was full of live threads). A thread's calls come one at a
+// time, so only its own handler uses or replaces its entry; entries of
+// exited threads are swept when the cache is full.
+func (s *Supervisor) pidfd(tid int, fresh bool) (pfd int, owned bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pfd, ok := s.pidfds[tid]; ok {
 		if !fresh {
-			return pfd, nil
+			return pfd, false, nil
 		}
 		unix.Close(pfd)
 		delete(s.pidfds, tid)
 	}
-	pfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	pfd, err = unix.PidfdOpen(tid, unix.PIDFD_THREAD)
 	if err != nil {
-		return -1, err
+		return -1, false, err
 	}
-	if len(s.pidfds) >= 4096 {
+	if len(s.pidfds) >= maxPidfds {
 		for t, f := range s.pidfds {
-			unix.Close(f)
-			delete(s.pidfds, t)
+			if unix.PidfdSendSignal(f, 0, nil, 0) == unix.ESRCH {
+				unix.Close(f)
+				delete(s.pidfds, t)
+			}
+		}
+		if len(s.pidfds) >= maxPidfds {
+			return pfd, true, nil
 		}
 	}
 	s.pidfds[tid] = pfd
-	return pfd, nil
+	return pfd, false, nil
 }
 
 // lookup takes a copy of the caller's descriptor fd (pidfd_getfd) and
@@ -265,11 +278,14 @@ func (s *Supervisor) pidfd(tid int, fresh bool) (int, error) {
 // shares the open file, so its status flags (O_NONBLOCK) are the caller's.
 func (s *Supervisor) lookup(c *call, fd int) (*sock, int) {
 	for fresh := false; ; fresh = true {
-		pfd, err := s.pidfd(c.tid, fresh)
+		pfd, owned, err := s.pidfd(c.tid, fresh)
 		if err != nil {
 			return nil, -1
 		}
 		cfd, err := unix.PidfdGetfd(pfd, fd, 0)
+		if owned {
+			unix.Close(pfd)
+		}
 		if err == unix.ESRCH && !fresh {
 			continue // a cached pidfd of a thread that is gone: the tid was reused
 		}
@@ -361,8 +377,18 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	s.mu.Lock()
-	s.socks[st.Ino] = newSock(portid, base, readSysctl("/proc/sys/net/core/rmem_default", 212992))
+	sk := newSock(portid, base, readSysctl("/proc/sys/net/core/rmem_default", 212992))
+	s.made++
+	sk.born = s.made
+	s.socks[st.Ino] = sk
+	sweep := len(s.socks) >= max(s.sweep, sweepAt)
+	if sweep {
+		s.sweep = 1 << 62 // one sweep at a time
+	}
 	s.mu.Unlock()
+	if sweep {
+		defer s.sweepSocks()
+	}
 	s.allocMu.Lock()
 	defer s.allocMu.Unlock()
 	slot := s.freeSlot(c.tid, 0)
@@ -379,6 +405,58 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	c.done = true
+}
+
+// sweepAt is the size of the socket table at which closed sockets are
+// first swept out of it.
+const sweepAt = 4096
+
+// sweepSocks forgets the sockets no process holds any more. close() is not
+// trapped (it needs no answer), so the table only learns of closes here:
+// every process's descriptors in the range (/proc/PID/fd, which threads
+// share) are read, and sockets made before the scan that none of them is
+// are dropped. A library opening one socket per request (vishvananda/netlink)
+// makes thousands. The next sweep runs when the table has doubled.
+func (s *Supervisor) sweepSocks() {
+	s.mu.Lock()
+	before := s.made
+	s.mu.Unlock()
+	live := map[uint64]bool{}
+	procs, _ := os.ReadDir("/proc")
+	r := s.cfg.Range
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		dir := "/proc/" + p.Name() + "/fd/"
+		fds, err := os.ReadDir(dir) // not ours to read: another user's process
+		if err != nil {
+			continue
+		}
+		for _, e := range fds {
+			fd, err := strconv.Atoi(e.Name())
+			if err != nil || !r.Contains(fd) {
+				continue
+			}
+			link, err := os.Readlink(dir + e.Name())
+			if err != nil {
+				continue
+			}
+			if v, ok := strings.CutPrefix(link, "socket:["); ok {
+				if ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64); err == nil {
+					live[ino] = true
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	for ino, sk := range s.socks {
+		if sk.born <= before && !live[ino] {
+			delete(s.socks, ino)
+		}
+	}
+	s.sweep = 2 * len(s.socks)
+	s.mu.Unlock()
 }
 
 // dup answers dup/fcntl(F_DUPFD*) of a netlink descriptor with a number in
