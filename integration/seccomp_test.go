@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -442,5 +443,32 @@ func TestSeccompRunsIPLikeTheShim(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("ip %s: --seccomp differs from the shim (-shim +seccomp):\n%s", strings.Join(step, " "), d)
 		}
+	}
+}
+
+// TestSeccompForwardsSIGTERM: a SIGTERM sent to nlemu exec reaches the
+// supervised CMD, whose exit status nlemu exec then reports.
+func TestSeccompForwardsSIGTERM(t *testing.T) {
+	f := newSeccompFixture(t)
+	cmd := exec.Command(f.nlemu, "exec", "--seccomp", "--socket", f.sock, "--",
+		"/bin/sh", "-c", `trap "exit 42" TERM; echo ready; while :; do sleep 0.05; done`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := shimWatchdog(t, cmd, 60*time.Second)
+	defer done()
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
+		t.Fatalf("CMD did not start: %q %v", line, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 42 {
+		t.Errorf("nlemu exec after SIGTERM: %v, want exit 42 (CMD's trap)", err)
 	}
 }
