@@ -175,9 +175,9 @@ func (ns *Namespace) newAddr(req *Request) *rtnl.Error {
 		return err
 	}
 	if q.Family == rtnl.AF_INET6 {
-		return ns.newAddr6(req, q)
+		return withWarning(q.Warning, ns.newAddr6(req, q))
 	}
-	return ns.newAddr4(req, q)
+	return withWarning(q.Warning, ns.newAddr4(req, q))
 }
 
 // delAddr is inet_rtm_deladdr() / inet6_rtm_deladdr().
@@ -187,9 +187,9 @@ func (ns *Namespace) delAddr(req *Request) *rtnl.Error {
 		return err
 	}
 	if q.Family == rtnl.AF_INET6 {
-		return ns.delAddr6(req, q)
+		return withWarning(q.Warning, ns.delAddr6(req, q))
 	}
-	return ns.delAddr4(req, q)
+	return withWarning(q.Warning, ns.delAddr4(req, q))
 }
 
 // lifetimes returns the request's IFA_CACHEINFO lifetimes, forever

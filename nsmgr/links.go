@@ -54,12 +54,12 @@ func (ns *Namespace) getLink(req *Request) *rtnl.Error {
 	}
 	l, err := ns.findLink(q, syscall.EINVAL)
 	if err != nil {
-		return err
+		return withWarning(q.Warning, err)
 	}
 	if req.Self != nil {
 		req.Self.Deliver(rtnl.AppendLink(nil, 0, req.Msg.Header.Sequence, req.PortID, linkMsg(l), q.ExtMask))
 	}
-	return nil
+	return withWarning(q.Warning, nil)
 }
 
 // findLink looks the device of a request up by ifindex, else by name
@@ -112,11 +112,16 @@ func unsupportedAttr(off uint32) *rtnl.Error {
 // (rtnl_newlink_create()). It runs with RTNL held (the dispatch row's
 // lockRTNL), as the kernel's.
 func (ns *Namespace) newLink(req *Request) *rtnl.Error {
-	m := req.Msg
-	q, err := rtnl.DecodeLinkConf(m)
+	q, err := rtnl.DecodeLinkConf(req.Msg)
 	if err != nil {
 		return err
 	}
+	return withWarning(q.Warning, ns.newLinkConf(req, q))
+}
+
+// newLinkConf is newLink on its decoded request.
+func (ns *Namespace) newLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
+	m := req.Msg
 	flags := uint16(m.Header.Flags)
 	if q.Index < 0 {
 		return rtnl.Errorf(syscall.EINVAL, "ifindex can't be negative")
@@ -185,6 +190,11 @@ func (ns *Namespace) setLink(req *Request) *rtnl.Error {
 	if err != nil {
 		return err
 	}
+	return withWarning(q.Warning, ns.setLinkConf(req, q))
+}
+
+// setLinkConf is setLink on its decoded request.
+func (ns *Namespace) setLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
 	l, found, named := ns.findConf(q)
 	if !named {
 		return rtnl.Errno(syscall.EINVAL)
@@ -209,6 +219,11 @@ func (ns *Namespace) delLink(req *Request) *rtnl.Error {
 	if err != nil {
 		return err
 	}
+	return withWarning(q.Warning, ns.delLinkConf(req, q))
+}
+
+// delLinkConf is delLink on its decoded request.
+func (ns *Namespace) delLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
 	l, found, named := ns.findConf(q)
 	if !named {
 		if q.HasGroup {

@@ -70,14 +70,14 @@ func (ns *Namespace) getRoute(req *Request) *rtnl.Error {
 		err = ns.routeGet4(&q, &reply, req.UID)
 	}
 	if err != nil {
-		return err
+		return withWarning(q.Warning, err)
 	}
 	if req.Self != nil {
 		// One allocation of the reply's usual size (an IPv6 reply with
 		// cacheinfo is 172 bytes) instead of a chain of appends.
 		req.Self.Deliver(rtnl.AppendRoute(make([]byte, 0, 192), rtnl.RTM_NEWROUTE, 0, req.Msg.Header.Sequence, req.PortID, &reply))
 	}
-	return nil
+	return withWarning(q.Warning, nil)
 }
 
 // RouteGet answers one route-get request in q (decoded) into reply, the way

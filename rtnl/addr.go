@@ -90,6 +90,10 @@ type AddrMsg struct {
 	HasCacheInfo bool
 	// Present has bit t set for each attribute type t a request carried.
 	Present uint32
+	// Warning is the extack text a request's liberal parse leaves behind
+	// ("bytes leftover after parsing attributes", __nla_validate_parse()):
+	// the ACK of a success carries it, an error without text keeps it.
+	Warning string
 }
 
 // Has reports whether a request carried attribute t.
@@ -180,6 +184,9 @@ func DecodeAddrRequest(m *Message) (*AddrMsg, *Error) {
 		case IFA_PROTO:
 			a.Proto = at.data[0]
 		}
+	}
+	if it.leftover() > 0 {
+		a.Warning = "bytes leftover after parsing attributes"
 	}
 	return a, nil
 }

@@ -103,6 +103,10 @@ type LinkMsg struct {
 	HasName bool
 	ExtMask uint32 // IFLA_EXT_MASK of a request (RTEXT_FILTER_*)
 	Master  uint32 // IFLA_MASTER of a dump request: only that master's ports
+	// Warning is the extack text a request's liberal parse leaves behind
+	// ("bytes leftover after parsing attributes", __nla_validate_parse()):
+	// the ACK of a success carries it, an error without text keeps it.
+	Warning string
 
 	TxQueueLen                                 uint32
 	OperState                                  uint8 // IF_OPER_* as reported (DOWN while not running)
@@ -299,6 +303,9 @@ func DecodeLinkRequest(m *Message, kind int) (l *LinkMsg, unsupported uint32, er
 		l.Name, l.HasName = alt, true
 	case hasName:
 		l.Name, l.HasName = name, true
+	}
+	if kind != LinkDump && AttrsLeftover(d[IfInfoLen:]) > 0 {
+		l.Warning = "bytes leftover after parsing attributes"
 	}
 	return l, unsupported, nil
 }

@@ -11,6 +11,10 @@ type LinkConf struct {
 	Family        uint8
 	Index         int32
 	Flags, Change uint32
+	// Warning is the extack text a request's liberal parse leaves behind
+	// ("bytes leftover after parsing attributes", __nla_validate_parse()):
+	// the ACK of a success carries it, an error without text keeps it.
+	Warning string
 
 	Name       []byte // IFLA_IFNAME, trailing NUL stripped
 	HasName    bool
@@ -87,7 +91,11 @@ func DecodeLinkConf(m *Message) (*LinkConf, *Error) {
 	if len(d) < IfInfoLen {
 		return nil, Errorf(syscall.EINVAL, "Invalid header length")
 	}
-	return decodeLinkConf(d, NLMSG_HDRLEN)
+	c, err := decodeLinkConf(d, NLMSG_HDRLEN)
+	if err == nil && AttrsLeftover(d[IfInfoLen:]) > 0 {
+		c.Warning = "bytes leftover after parsing attributes"
+	}
+	return c, err
 }
 
 // decodeLinkConf parses an ifinfomsg and its attributes starting at offset
