@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,51 +26,35 @@ import (
 	"github.com/nlemu/nlemu/server"
 )
 
-var (
-	goprogsOnce sync.Once
-	goprogsDir  string
-	goprogsErr  error
-)
-
-// goprogs builds nlemu, vnl and jsr (static) into one directory every user
-// may read, once per test binary; it returns the directory.
+// goprogs builds nlemu, vnl and jsr (static) into a directory of the
+// test's that every user may read (uid 65534 runs them), removed when the
+// test ends; the go build cache makes a second build cheap.
 func goprogs(t *testing.T) string {
 	t.Helper()
-	goprogsOnce.Do(func() {
-		nlemuBin, err := ipcNlemuBinary()
-		if err != nil {
-			goprogsErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "nlemu-goprogs-")
-		if err != nil {
-			goprogsErr = err
-			return
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			goprogsErr = err
-			return
-		}
-		if out, err := exec.Command("cp", nlemuBin, filepath.Join(dir, "nlemu")).CombinedOutput(); err != nil {
-			goprogsErr = &buildError{"cp nlemu", err, out}
-			return
-		}
-		root := filepath.Dir(mustGetwd())
-		for _, prog := range []string{"vnl", "jsr"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, prog), "./integration/goprogs/"+prog)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				goprogsErr = &buildError{"go build " + prog, err, out}
-				return
-			}
-		}
-		goprogsDir = dir
-	})
-	if goprogsErr != nil {
-		t.Fatal(goprogsErr)
+	nlemuBin, err := ipcNlemuBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return goprogsDir
+	dir := t.TempDir()
+	// t.TempDir is DIR/NNN with both 0700.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("cp", nlemuBin, filepath.Join(dir, "nlemu")).CombinedOutput(); err != nil {
+		t.Fatal(&buildError{"cp nlemu", err, out})
+	}
+	root := filepath.Dir(mustGetwd())
+	for _, prog := range []string{"vnl", "jsr"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, prog), "./integration/goprogs/"+prog)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatal(&buildError{"go build " + prog, err, out})
+		}
+	}
+	return dir
 }
 
 type buildError struct {
