@@ -9,6 +9,9 @@
 # round trip (NLEMU_EXEC_STATS). Each figure is the best of RUNS runs
 # (default 5) of N round trips (default 20000). Needs root (the kernel
 # namespace), gcc and go. Prints one line per way and the counts.
+# BEFORE=/path/to/nlemu adds a fourth way, "seccomp-before": the static
+# build under that nlemu binary's exec (an older supervisor, measured in
+# the same runs to compare a change side by side).
 set -eu
 N=${1:-20000}
 RUNS=${2:-5}
@@ -33,11 +36,14 @@ while [ ! -S "$tmp/nlemu.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1));
 ip netns add "$ns"
 best() { sort -n | head -1; }
 each() { sed -n 's/.*: \([0-9]*\) ns each/\1/p'; }
-k=""; s=""; p=""
+k=""; s=""; p=""; b=""
 r=0
 while [ $r -lt "$RUNS" ]; do
 	k="$k $(ip netns exec "$ns" "$tmp/nlprog-static" bench "$N" 10.0.0.1 | each)"
 	s="$s $(NLEMU_EXEC_STATS=$tmp/stats.json "$tmp/nlemu" exec --socket "$tmp/nlemu.sock" -- "$tmp/nlprog-static" bench "$N" 10.0.0.1 | each)"
+	if [ -n "${BEFORE:-}" ]; then
+		b="$b $("$BEFORE" exec --socket "$tmp/nlemu.sock" -- "$tmp/nlprog-static" bench "$N" 10.0.0.1 | each)"
+	fi
 	p="$p $(NLEMU_SOCKET=$tmp/nlemu.sock "$tmp/nlemu" exec --socket "$tmp/nlemu.sock" -- "$tmp/nlprog-dyn" bench "$N" 10.0.0.1 | each)"
 	r=$((r + 1))
 done
@@ -45,4 +51,5 @@ printf 'route get round trip, best of %s runs of %s (ns):\n' "$RUNS" "$N"
 printf '  kernel   %s\n' "$(echo $k | tr ' ' '\n' | best)"
 printf '  seccomp  %s\n' "$(echo $s | tr ' ' '\n' | best)"
 printf '  preload  %s\n' "$(echo $p | tr ' ' '\n' | best)"
+[ -n "${BEFORE:-}" ] && printf '  seccomp-before  %s\n' "$(echo $b | tr ' ' '\n' | best)"
 printf 'supervisor notifications of the last supervised run (%s round trips): %s\n' "$N" "$(cat "$tmp/stats.json")"

@@ -229,7 +229,7 @@ func (s *Supervisor) recvOne(c *call, sk *sock, cfd int, buf []byte, flags int) 
 			if flags&unix.MSG_DONTWAIT != 0 || nonblocking(cfd) {
 				return nil, 0, unix.EAGAIN
 			}
-			if c.inline {
+			if c.inline && !s.takeWaitSlot(c) {
 				c.again, c.done = true, true // wait on a goroutine of its own
 				s.waits.Add(1)
 				return nil, 0, 0
@@ -332,5 +332,27 @@ func (s *Supervisor) tellRecvlen(sk *sock, cfd int, capacity uint64) {
 	sk.mu.Unlock()
 	if larger {
 		sendCtl(cfd, rtnl.NLEMU_SETSOCKOPT, 0, 0, rtnl.SOL_NETLINK, rtnl.NLEMU_RECVLEN, uint32(min(capacity, 1<<32-1)))
+	}
+}
+
+// takeWaitSlot lets an inline receive with nothing queued wait on its
+// worker's thread (no hand-off when the reply comes), as long as another
+// worker is left reading notifications: at most Workers-1 wait at a time,
+// so a call that would unblock the waiters is always read. The slot is
+// given back when the call is answered (handle).
+func (s *Supervisor) takeWaitSlot(c *call) bool {
+	if c.slot {
+		return true
+	}
+	for {
+		n := s.inlineWaits.Load()
+		if n >= int32(Workers)-1 {
+			return false
+		}
+		if s.inlineWaits.CompareAndSwap(n, n+1) {
+			c.slot = true
+			s.inlineWaitCount.Add(1)
+			return true
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ type Supervisor struct {
 
 	counts [512]atomic.Uint64 // notifications by system call number
 	waits  atomic.Uint64      // receives that found nothing queued and waited
+	// inlineWaits is how many workers wait for data inline (takeWaitSlot);
+	// inlineWaitCount how many receives did.
+	inlineWaits     atomic.Int32
+	inlineWaitCount atomic.Uint64
 }
 
 // New returns a supervisor for the listener lfd.
@@ -69,14 +74,40 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 // nothing when the supervised processes are gone: its caller (Run) exits
 // once CMD has.
 //
+// Notifications are read by Workers goroutines, each locked to an OS
+// thread of its own and blocked in SECCOMP_IOCTL_NOTIF_RECV on the same
+// listener (seccomp_notify_recv() hands each notification to one of them).
 // Calls that cannot block — a receive with a datagram queued, the names,
-// most options, dup — are answered on Serve's own goroutine, so the common
-// round trip costs no goroutine hand-off; socket(), bind() and the acked
-// options wait for the server, and a receive with nothing queued on a
-// blocking socket waits for data: those move to a goroutine of their own.
+// most options, dup — are answered inline on the worker that read them:
+// the notification, the receive on the supervisor's copy of the socket,
+// process_vm_writev and NOTIF_SEND run on one thread with no goroutine
+// hand-off in between. socket(), bind() and the acked options wait for the
+// server, and a receive with nothing queued on a blocking socket waits for
+// data: those move to a goroutine of their own. The listener asks for
+// synchronous wake-ups (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 6.6): the
+// calling thread blocks as it notifies, so the worker runs on its CPU
+// instead of waking on another.
 func (s *Supervisor) Serve() error {
+	setSyncWakeup(s.lfd)
+	errs := make(chan error, Workers)
+	for range Workers {
+		go func() { errs <- s.worker() }()
+	}
+	return <-errs
+}
+
+// Workers is how many threads wait for notifications: more than one, so a
+// call being answered does not hold up another thread's.
+const Workers = 2
+
+// worker is one notification loop (Serve). Its notification and call are
+// reused: an inline answer allocates nothing of its own.
+func (s *Supervisor) worker() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	n := new(notif)
+	c := new(call)
 	for {
-		n := new(notif)
 		if err := recvNotif(s.lfd, n); err != nil {
 			if err == unix.ENOENT {
 				continue // the caller was interrupted before we read it
@@ -88,16 +119,19 @@ func (s *Supervisor) Serve() error {
 		}
 		switch int(n.Data.Nr) {
 		case unix.SYS_SOCKET, unix.SYS_BIND, unix.SYS_SETSOCKOPT:
-			go s.handle(n, false)
+			own := *n
+			go s.handle(&call{s: s, n: &own, tid: int(own.Pid)})
 		default:
-			s.handle(n, true)
+			*c = call{s: s, n: n, tid: int(n.Pid), inline: true}
+			s.handle(c)
 		}
 	}
 }
 
 // Counts returns how many notifications each system call caused, by name,
-// "total", and "waits": the receives that found nothing queued and waited
-// for data on a goroutine (not notifications of their own). The test of "data calls do not enter the supervisor"
+// "total", "waits": the receives that found nothing queued and waited
+// for data on a goroutine, and "inline_waits": those that waited on their
+// worker's thread (takeWaitSlot); neither is a notification of its own. The test of "data calls do not enter the supervisor"
 // reads it.
 func (s *Supervisor) Counts() map[string]uint64 {
 	out := map[string]uint64{}
@@ -111,6 +145,9 @@ func (s *Supervisor) Counts() map[string]uint64 {
 	out["total"] = total
 	if w := s.waits.Load(); w > 0 {
 		out["waits"] = w
+	}
+	if w := s.inlineWaitCount.Load(); w > 0 {
+		out["inline_waits"] = w
 	}
 	return out
 }
@@ -152,6 +189,7 @@ type call struct {
 	// would sets again and is handled anew on a goroutine.
 	inline, again bool
 	done          bool
+	slot          bool // holds an inline wait slot (takeWaitSlot)
 }
 
 func (c *call) arg(i int) uint64 { return c.n.Data.Args[i] }
@@ -183,11 +221,16 @@ func (c *call) cont() {
 // valid checks that the call still waits (before writing its memory).
 func (c *call) valid() bool { return idValid(c.s.lfd, c.n.ID) }
 
-func (s *Supervisor) handle(n *notif, inline bool) {
-	c := &call{s: s, n: n, tid: int(n.Pid), inline: inline}
+func (s *Supervisor) handle(c *call) {
+	n := c.n
 	defer func() {
+		if c.slot {
+			s.inlineWaits.Add(-1)
+		}
 		if c.again {
-			go s.handle(n, false)
+			// the worker reuses its notification: the goroutine gets a copy
+			own := *n
+			go s.handle(&call{s: s, n: &own, tid: int(own.Pid)})
 			return
 		}
 		c.cont() // whatever was not answered runs in the kernel
