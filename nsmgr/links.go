@@ -145,6 +145,9 @@ func (ns *Namespace) newLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
 				return rtnl.Errorf(syscall.EOPNOTSUPP, "nlemu: changing "+l.Kind+" options is not supported yet")
 			}
 		}
+		if q.AFSpecErr != nil {
+			return q.AFSpecErr // validate_linkmsg()
+		}
 		if q.Unsupported != 0 {
 			return unsupportedAttr(q.Unsupported)
 		}
@@ -159,6 +162,9 @@ func (ns *Namespace) newLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
 		if named || !q.HasGroup {
 			return rtnl.Errno(syscall.ENODEV)
 		}
+		if q.AFSpecErr != nil {
+			return q.AFSpecErr // validate_linkmsg()
+		}
 		if q.Unsupported != 0 {
 			return unsupportedAttr(q.Unsupported)
 		}
@@ -168,6 +174,9 @@ func (ns *Namespace) newLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
 	}
 	if !netdev.KnownKind(q.Kind) {
 		return netdev.ErrUnknownKind()
+	}
+	if q.AFSpecErr != nil {
+		return q.AFSpecErr // validate_linkmsg()
 	}
 	if q.Unsupported != 0 {
 		return unsupportedAttr(q.Unsupported)
@@ -201,6 +210,9 @@ func (ns *Namespace) setLinkConf(req *Request, q *rtnl.LinkConf) *rtnl.Error {
 	}
 	if !found {
 		return rtnl.Errno(syscall.ENODEV)
+	}
+	if q.AFSpecErr != nil {
+		return q.AFSpecErr // validate_linkmsg()
 	}
 	if q.Unsupported != 0 {
 		return unsupportedAttr(q.Unsupported)

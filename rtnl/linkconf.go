@@ -49,6 +49,13 @@ type LinkConf struct {
 	Bridge *BridgeConf
 
 	Unsupported uint32
+	// AFSpecErr is validate_linkmsg()'s refusal of IFLA_AF_SPEC, which the
+	// handler returns once it has found the device: EAFNOSUPPORT for a
+	// family without rtnl_af_ops, inet6_validate_link_af()'s EINVAL for an
+	// AF_INET6 nest with neither IFLA_INET6_TOKEN nor
+	// IFLA_INET6_ADDR_GEN_MODE (keeping the nested parse's leftover
+	// warning as its text).
+	AFSpecErr *Error
 }
 
 // BridgeConf is the part of a bridge's IFLA_INFO_DATA nlemu applies
@@ -145,6 +152,11 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 		case IFLA_BROADCAST:
 			c.Broadcast = a.data
 		case IFLA_LINKINFO:
+			// ifla_policy: NLA_NESTED, empty or at least an attribute
+			// header (validate_nla()).
+			if n := len(a.data); n > 0 && n < nlaHdrLen {
+				return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: a.off, Policy: policyNest(policy{kind: polNested})}
+			}
 			la := a
 			linkinfo = &la
 		case IFLA_AF_SPEC:
@@ -152,11 +164,31 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 			// inet6's IFLA_INET6_ADDR_GEN_MODE (inet6_set_link_af());
 			// anything else is refused.
 			return walkAttrs(a.data, int(a.off)+nlaHdrLen, func(f rawAttr) *Error {
-				if f.typ != AF_INET6 {
+				switch f.typ {
+				case AF_INET6:
+				case AF_INET, AF_BRIDGE, afMPLS:
+					// Families with rtnl_af_ops nlemu does not apply.
 					unsupported(f)
 					return nil
+				default:
+					// rtnl_af_lookup() found no ops.
+					if c.AFSpecErr == nil {
+						c.AFSpecErr = Errno(syscall.EAFNOSUPPORT)
+					}
+					return nil
 				}
+				var token, mode bool
+				defer func() {
+					if !token && !mode && c.AFSpecErr == nil {
+						c.AFSpecErr = Errno(syscall.EINVAL)
+						if AttrsLeftover(f.data) > 0 {
+							c.AFSpecErr.Msg = "bytes leftover after parsing attributes"
+						}
+					}
+				}()
 				return walkAttrs(f.data, int(f.off)+nlaHdrLen, func(g rawAttr) *Error {
+					token = token || g.typ == IFLA_INET6_TOKEN
+					mode = mode || g.typ == IFLA_INET6_ADDR_GEN_MODE
 					if g.typ != IFLA_INET6_ADDR_GEN_MODE {
 						unsupported(g)
 						return nil
@@ -184,6 +216,9 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 	return c, nil
 }
 
+// afMPLS is AF_MPLS, whose rtnl_af_ops the mpls module registers.
+const afMPLS = 28
+
 // decodeLinkInfo is the ifla_info_policy parse of IFLA_LINKINFO and the
 // kind's own policy for IFLA_INFO_DATA.
 func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
@@ -192,6 +227,11 @@ func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
 	err := walkAttrs(li.data, int(li.off)+nlaHdrLen, func(a rawAttr) *Error {
 		switch a.typ {
 		case IFLA_INFO_KIND:
+			// ifla_info_policy: NLA_STRING of at least one byte; the
+			// nested parse has no extack, so the ERANGE has no text.
+			if len(a.data) < 1 {
+				return Errno(syscall.ERANGE)
+			}
 			// nla_strscpy() into char kind[MODULE_NAME_LEN]: the name ends
 			// at the first NUL.
 			k := a.data
@@ -203,6 +243,10 @@ func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
 			}
 			c.Kind = string(k)
 		case IFLA_INFO_DATA:
+			// ifla_info_policy: NLA_NESTED (validate_nla(), no extack).
+			if n := len(a.data); n > 0 && n < nlaHdrLen {
+				return Errno(syscall.ERANGE)
+			}
 			da := a
 			data = &da
 		default:
