@@ -297,6 +297,9 @@ func FuzzRouteGet(f *testing.F) {
 		if d != nil {
 			t.Fatal("a get without NLM_F_DUMP started a dump")
 		}
+		if err != nil && err.Errno == 0 {
+			err = nil // a success with a warning (leftover bytes) in its ACK
+		}
 		switch {
 		case err != nil && len(rec.got) != 0:
 			t.Fatalf("error %v and %d replies", err, len(rec.got))
