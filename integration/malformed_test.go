@@ -438,7 +438,6 @@ var mfKnownDiffs = map[string]string{
 	"new link: good attribute then overrun": "the kernel ignores IFLA_COST (6), which do_setlink() never reads, and acks with the leftover warning; nlemu refuses it as an attribute it does not implement (EOPNOTSUPP)",
 	"set link: good attribute then overrun": "the kernel ignores IFLA_COST (6), which do_setlink() never reads, and acks with the leftover warning; nlemu refuses it as an attribute it does not implement (EOPNOTSUPP)",
 	"master unknown":                        "a new link with an unknown IFLA_MASTER fails and is not created; nlemu creates it",
-	"strict link dump unknown attr":         "an attribute type above IFLA_MAX in a strict link dump is \"Unknown attribute type\" with its offset (strict nlmsg_parse); nlemu says \"Unsupported attribute in link dump request\"",
 }
 
 // mfStateQueries are the dumps of a namespace's state: links, addresses,
