@@ -46,7 +46,7 @@ while read -r pkg name; do
 	result=ok
 	if [ $rc -ne 0 ]; then
 		failed=$((failed + 1))
-		crasher=$(sed -nE 's/.*(testdata\/fuzz\/[^ ]*).*/\1/p' "$log" | head -1)
+		crasher=$(sed -nE 's/.*Failing input written to (testdata\/fuzz\/[^ ]*).*/\1/p' "$log" | head -1)
 		result="FAIL${crasher:+ (input: $pkg/$crasher)}"
 	fi
 	printf '%-32s %-10s %12s %10s %8s %8s %s\n' "$name" "$pkg" "${execs:-0}" \
