@@ -188,7 +188,7 @@ func (t *Tables) Unmerge() error {
 func (t *Tables) Unmerges() uint64 { return t.unmerges.Load() }
 
 // Count returns the number of existing tables.
-func (t *Tables) Count() int { return len(t.set.Load().byID) }
+func (t *Tables) Count() int { return t.set.Load().n }
 
 // Routes returns the number of stored entries over all tables (an IPv6
 // ECMP sibling set counts once).

@@ -26,7 +26,7 @@ const (
 // IPv4 main/local storage is visited once, through main.
 func (t *Tables) edit(f func(r Route) (nr Route, keep, changed bool)) {
 	lm := t.lm.Load()
-	for _, tb := range t.set.Load().dump {
+	for tb := range t.set.Load().all {
 		if t.family == afInet && tb.id == tableLocal && lm.merged {
 			continue // same storage as main
 		}

@@ -111,47 +111,69 @@ type table struct {
 }
 
 // tableSet is the immutable registry of existing tables, replaced on
-// table creation (rare: tables are never freed, as in the kernel).
+// table creation (rare: tables are never freed, as in the kernel). It is
+// laid out as the kernel's fib_table_hash: 256 buckets by id&255, each
+// newest first (hlist_add_head_rcu in fib_new_table()), which is also the
+// dump order. The buckets sit under 16 groups (id&255 >> 4) so that a new
+// table copies one group and one bucket, not the whole registry: the
+// seed's IPv6 batch creates one table per rule (fib6_new_table() from
+// fib6_rule_configure()), and a copy of every table per creation made
+// 1,024 rules cost O(n²) (TestTableSetCopiesOneBucket).
 type tableSet struct {
-	byID []*table // sorted by id
-	dump []*table // dump order: bucket id&255 ascending, newest first
+	n      int
+	groups [16]*tableGroup
 }
+
+// tableGroup is 16 consecutive buckets of a tableSet.
+type tableGroup [16][]*table
 
 func (s *tableSet) get(id uint32) *table {
 	// Written out (no comparator closure): every lookup asks for one or
 	// two tables (BenchmarkLookup6NoRules).
-	ts := s.byID
-	lo, hi := 0, len(ts)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ts[m].id < id {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == len(ts) || ts[lo].id != id {
+	g := s.groups[(id>>4)&0xf]
+	if g == nil {
 		return nil
 	}
-	return ts[lo]
+	for _, t := range g[id&0xf] {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
 }
 
-// with returns a copy of s with t added: fib_new_table() links a new
-// table at the head of its hash bucket (hlist_add_head_rcu), so it dumps
-// before the older tables of the same bucket.
+// with returns a copy of s with t added at the head of its bucket, as
+// fib_new_table() links it, so it dumps before the older tables of the
+// same bucket.
 func (s *tableSet) with(t *table) *tableSet {
-	n := &tableSet{byID: make([]*table, 0, len(s.byID)+1), dump: make([]*table, 0, len(s.dump)+1)}
-	i := 0
-	for i < len(s.byID) && s.byID[i].id < t.id {
-		i++
+	n := *s
+	hi, lo := (t.id>>4)&0xf, t.id&0xf
+	g := new(tableGroup)
+	if old := s.groups[hi]; old != nil {
+		*g = *old
 	}
-	n.byID = append(append(append(n.byID, s.byID[:i]...), t), s.byID[i:]...)
-	j := 0
-	for j < len(s.dump) && s.dump[j].id&0xff < t.id&0xff {
-		j++
+	b := make([]*table, 0, len(g[lo])+1)
+	g[lo] = append(append(b, t), g[lo]...)
+	n.groups[hi] = g
+	n.n++
+	return &n
+}
+
+// all visits the tables in dump order: bucket id&255 ascending, newest
+// first inside a bucket (the kernel's fib_table_hash walk).
+func (s *tableSet) all(yield func(*table) bool) {
+	for _, g := range s.groups {
+		if g == nil {
+			continue
+		}
+		for _, b := range g {
+			for _, t := range b {
+				if !yield(t) {
+					return
+				}
+			}
+		}
 	}
-	n.dump = append(append(append(n.dump, s.dump[:j]...), t), s.dump[j:]...)
-	return n
 }
 
 // lmState is the IPv4 local/main storage. While merged, local and main are
@@ -185,9 +207,9 @@ func (s Snapshot) Merged() bool { return s.lm != nil && s.lm.merged }
 // fib_table_hash / fib6 table hash walk: bucket id&255 ascending, newest
 // table first inside a bucket).
 func (s Snapshot) IDs() []uint32 {
-	ids := make([]uint32, len(s.set.dump))
-	for i, t := range s.set.dump {
-		ids[i] = t.id
+	ids := make([]uint32, 0, s.set.n)
+	for t := range s.set.all {
+		ids = append(ids, t.id)
 	}
 	return ids
 }
@@ -195,7 +217,7 @@ func (s Snapshot) IDs() []uint32 {
 // Tables iterates the existing tables in dump order.
 func (s Snapshot) Tables() iter.Seq[View] {
 	return func(yield func(View) bool) {
-		for _, t := range s.set.dump {
+		for t := range s.set.all {
 			if !yield(s.view(t)) {
 				return
 			}
