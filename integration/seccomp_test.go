@@ -184,7 +184,7 @@ func kernelRun(t *testing.T, k *kernelns.NS, argv ...string) string {
 var seccompSteps = map[string][][]string{
 	"c": {
 		{"rules"}, {"rule-add", "100", "100"}, {"rule-add", "100", "100"}, {"rules"},
-		{"route-get", "10.0.0.1"}, {"addr"}, {"peek"}, {"fork"}, {"thread"}, {"others"},
+		{"route-get", "10.0.0.1"}, {"addr"}, {"peek"}, {"fork"}, {"thread"}, {"others"}, {"read"},
 	},
 	"go": {
 		{"rules"}, {"rule-add", "200", "200"}, {"rule-add", "200", "200"}, {"rules"},

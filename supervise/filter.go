@@ -45,14 +45,19 @@ var rangeCalls = []string{
 	"recvmsg", "recvfrom", // the sender address (sockaddr_nl, nl_pid 0) and the group
 	"bind", "connect", "getsockname", "getpeername",
 	"setsockopt", "getsockopt", // SOL_NETLINK, and SO_RCVBUF that sizes the server's queue
-	"dup", // a duplicate must stay in the range to stay emulated
+	"dup",  // a duplicate must stay in the range to stay emulated
+	"dup3", // (and dup2) only to warn when the copy leaves the range
+	// read and readv return the datagram without a sender; trapped so a
+	// GROUP frame, an ACK or a SOCKERR from the server is presented as
+	// netlink_recvmsg() would (recv)
+	"read", "readv",
 }
 
 // Policy is the filter: socket(AF_NETLINK, *, NETLINK_ROUTE), the calls of
 // rangeCalls on descriptors in r and fcntl(F_DUPFD/F_DUPFD_CLOEXEC) on them
-// go to the supervisor; everything else is allowed. Data calls (sendmsg,
-// sendto, write, read) are never trapped: unix_seqpacket_sendmsg() ignores
-// the destination address, so they run at socket speed.
+// go to the supervisor; everything else is allowed. Sends (sendmsg,
+// sendto, write) are never trapped: unix_seqpacket_sendmsg() ignores the
+// destination address, so they run at socket speed.
 func Policy(r Range) seccomp.Policy {
 	inRange := []seccomp.Condition{
 		{Argument: 0, Operation: seccomp.GreaterOrEqual, Value: uint64(r.Base)},
@@ -65,7 +70,7 @@ func Policy(r Range) seccomp.Policy {
 			{Argument: 2, Operation: seccomp.Equal, Value: unix.NETLINK_ROUTE},
 		},
 	}}
-	for _, name := range rangeCalls {
+	for _, name := range append(append([]string(nil), rangeCalls...), dup2Calls...) {
 		nc = append(nc, seccomp.NameWithConditions{Name: name, Conditions: inRange})
 	}
 	for _, cmd := range []uint64{unix.F_DUPFD, unix.F_DUPFD_CLOEXEC} {

@@ -43,7 +43,8 @@ func wantTrapped(r Range, nr int, args [6]uint64) bool {
 	case unix.SYS_SOCKET:
 		return args[0] == unix.AF_NETLINK && args[2] == unix.NETLINK_ROUTE
 	case unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_BIND, unix.SYS_CONNECT, unix.SYS_GETSOCKNAME,
-		unix.SYS_GETPEERNAME, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT, unix.SYS_DUP:
+		unix.SYS_GETPEERNAME, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT, unix.SYS_DUP,
+		unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_READ, unix.SYS_READV:
 		return inRange
 	case unix.SYS_FCNTL:
 		return inRange && (args[1] == unix.F_DUPFD || args[1] == unix.F_DUPFD_CLOEXEC)
@@ -69,7 +70,7 @@ func TestFilterMatchesReference(t *testing.T) {
 	nrs := []int{unix.SYS_SOCKET, unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_BIND, unix.SYS_CONNECT,
 		unix.SYS_GETSOCKNAME, unix.SYS_GETPEERNAME, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT, unix.SYS_DUP,
 		unix.SYS_FCNTL, unix.SYS_SENDMSG, unix.SYS_SENDTO, unix.SYS_WRITE, unix.SYS_READ, unix.SYS_CLOSE,
-		unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_RECVMMSG, unix.SYS_EXECVE}
+		unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_READV, unix.SYS_RECVMMSG, unix.SYS_EXECVE, unix.SYS_PREADV}
 	fds := []uint64{0, 3, uint64(r.Base - 1), uint64(r.Base), uint64(r.Base + 1), uint64(r.Base + r.Len - 1),
 		uint64(r.Base + r.Len), 1 << 32, 1<<32 | uint64(r.Base)}
 	rnd := rand.New(rand.NewPCG(1, 2))
@@ -127,6 +128,32 @@ func TestRangeFor(t *testing.T) {
 	} {
 		if d := cmp.Diff(tc.want, RangeFor(tc.soft)); d != "" {
 			t.Errorf("RangeFor(%d) (-want +got):\n%s", tc.soft, d)
+		}
+	}
+}
+
+// TestDupLeavesRange: which dup2/dup3 calls the supervisor warns of (the
+// kernel answers them all): only a copy that exists and is outside the
+// range; ksys_dup3()'s failures copy nothing.
+func TestDupLeavesRange(t *testing.T) {
+	r := Range{960, 64}
+	for _, tc := range []struct {
+		name      string
+		nr, newfd int
+		flags     uint64
+		want      bool
+	}{
+		{"dup2 outside", unix.SYS_DUP2, 5, 0, true},
+		{"dup2 inside", unix.SYS_DUP2, 1000, 0, false},
+		{"dup2 onto itself copies nothing", unix.SYS_DUP2, 961, 0, false},
+		{"dup3 outside, cloexec", unix.SYS_DUP3, 5, unix.O_CLOEXEC, true},
+		{"dup3 bad flags is EINVAL", unix.SYS_DUP3, 5, 1, false},
+		{"dup3 onto itself is EINVAL", unix.SYS_DUP3, 961, 0, false},
+		{"negative newfd is EBADF", unix.SYS_DUP2, -1, 0, false},
+		{"just past the range", unix.SYS_DUP3, 1024, 0, true},
+	} {
+		if got := dupLeavesRange(r, tc.nr, 961, tc.newfd, tc.flags); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -22,17 +22,36 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, ctlLen+65536); retur
 // supervisor receives on its copy of the descriptor and writes the result
 // into the caller's memory.
 func (s *Supervisor) recv(c *call, sk *sock, cfd int) {
-	from := int(c.n.Data.Nr) == unix.SYS_RECVFROM
+	nr := int(c.n.Data.Nr)
+	// from: no msghdr (recvfrom, read, readv); read and readv are
+	// recvfrom with no flags and no sender (sock_read_iter())
+	from := nr != unix.SYS_RECVMSG
 	var (
-		iov   []remoteIov
-		flags int
-		mh    msghdr
-		err   error
+		iov        []remoteIov
+		flags      int
+		mh         msghdr
+		err        error
+		addr, lenp uint64
 	)
-	if from {
+	switch nr {
+	case unix.SYS_RECVFROM:
 		iov = []remoteIov{{c.arg(1), c.arg(2)}}
 		flags = int(int32(c.arg(3)))
-	} else {
+		addr, lenp = c.arg(4), c.arg(5)
+	case unix.SYS_READ:
+		iov = []remoteIov{{c.arg(1), c.arg(2)}}
+	case unix.SYS_READV:
+		// iovec_from_user(): more than UIO_MAXIOV is EINVAL here (a
+		// msghdr's is EMSGSIZE)
+		if cnt := int32(c.arg(2)); cnt < 0 || cnt > 1024 {
+			c.fail(unix.EINVAL)
+			return
+		}
+		if iov, err = readIovs(c.tid, c.arg(1), uint64(int32(c.arg(2)))); err != nil {
+			c.fail(errnoOf(err))
+			return
+		}
+	default:
 		if mh, err = readMsghdr(c.tid, c.arg(1)); err != nil {
 			c.fail(unix.EFAULT)
 			return
@@ -80,7 +99,7 @@ loop:
 		}
 		if n == 0 && d == nil {
 			// the server hung up: end of stream, as a read of a closed peer
-			s.finishRecv(c, from, mh, iov, nil, 0, 0, sk, flags)
+			s.finishRecv(c, from, addr, lenp, mh, iov, nil, 0, 0, sk, flags)
 			return
 		}
 		k, g, pd, pl, e := classify(d, n)
@@ -97,7 +116,7 @@ loop:
 	if len(data) > int(capacity) {
 		data = data[:capacity]
 	}
-	s.finishRecv(c, from, mh, iov, data, dlen, group, sk, flags)
+	s.finishRecv(c, from, addr, lenp, mh, iov, data, dlen, group, sk, flags)
 }
 
 // What a datagram from the server is, for a receive.
@@ -134,7 +153,7 @@ func classify(d []byte, n int) (kind int, group uint32, payload []byte, dlen int
 // it into the caller — in one process_vm_writev: the data into the
 // caller's iovecs, the sender address, and for recvmsg msg_namelen,
 // msg_controllen and msg_flags — and answers the call.
-func (s *Supervisor) finishRecv(c *call, from bool, mh msghdr, iov []remoteIov, data []byte, dlen int, group uint32, sk *sock, flags int) {
+func (s *Supervisor) finishRecv(c *call, from bool, addr, lenp uint64, mh msghdr, iov []remoteIov, data []byte, dlen int, group uint32, sk *sock, flags int) {
 	sk.mu.Lock()
 	opts := sk.opts
 	sk.mu.Unlock()
@@ -142,7 +161,6 @@ func (s *Supervisor) finishRecv(c *call, from bool, mh msghdr, iov []remoteIov, 
 	w.scatter(iov, data)
 	sa := sockaddrNL(0, groupMask(group))
 	if from {
-		addr, lenp := c.arg(4), c.arg(5)
 		if addr != 0 && lenp != 0 {
 			l, err := readU32(c.tid, lenp)
 			if err != nil || int32(l) < 0 {

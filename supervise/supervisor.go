@@ -56,6 +56,7 @@ type Supervisor struct {
 	// inlineWaits is how many workers wait for data inline (takeWaitSlot);
 	// inlineWaitCount how many receives did.
 	inlineWaits     atomic.Int32
+	dupWarned       atomic.Bool // dup2 warned of a copy outside the range
 	inlineWaitCount atomic.Uint64
 }
 
@@ -176,6 +177,14 @@ func syscallName(nr int) string {
 		return "dup"
 	case unix.SYS_FCNTL:
 		return "fcntl"
+	case sysDup2:
+		return "dup2"
+	case unix.SYS_DUP3:
+		return "dup3"
+	case unix.SYS_READ:
+		return "read"
+	case unix.SYS_READV:
+		return "readv"
 	}
 	return "syscall_" + strconv.Itoa(nr)
 }
@@ -250,8 +259,10 @@ func (s *Supervisor) handle(c *call) {
 	}
 	defer unix.Close(cfd)
 	switch int(n.Data.Nr) {
-	case unix.SYS_RECVMSG, unix.SYS_RECVFROM:
+	case unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_READ, unix.SYS_READV:
 		s.recv(c, sk, cfd)
+	case sysDup2, unix.SYS_DUP3:
+		s.dup2(c)
 	case unix.SYS_BIND:
 		s.bind(c, sk, cfd)
 	case unix.SYS_CONNECT:
@@ -516,6 +527,32 @@ func (s *Supervisor) dup(c *call, cfd, from int, cloexec bool) {
 		return
 	}
 	c.done = true
+}
+
+// dup2 lets dup2/dup3 of a netlink descriptor run in the kernel (the
+// copy shares the open file, so in the range it stays emulated: sockets
+// are known by inode), and warns once when the copy is outside the range,
+// where the filter does not see its calls (docs/EXEC.md).
+func (s *Supervisor) dup2(c *call) {
+	if dupLeavesRange(s.cfg.Range, int(c.n.Data.Nr), c.fdArg(0), c.fdArg(1), c.arg(2)) &&
+		s.dupWarned.CompareAndSwap(false, true) {
+		s.logf("nlemu exec: %s(%d, %d) copies a netlink socket outside descriptors [%d,%d): calls on the copy are not emulated",
+			syscallName(int(c.n.Data.Nr)), c.fdArg(0), c.fdArg(1), s.cfg.Range.Base, s.cfg.Range.Base+s.cfg.Range.Len)
+	}
+}
+
+// dupLeavesRange reports whether dup2/dup3(old, newfd, flags), which the
+// kernel answers, makes a copy outside r: not when it fails (ksys_dup3():
+// dup3 with old == newfd or flags other than O_CLOEXEC is EINVAL; dup2
+// with old == newfd returns newfd, copying nothing).
+func dupLeavesRange(r Range, nr, old, newfd int, flags uint64) bool {
+	if old == newfd || newfd < 0 || r.Contains(newfd) {
+		return false
+	}
+	if nr != sysDup2 && flags&^unix.O_CLOEXEC != 0 {
+		return false
+	}
+	return true
 }
 
 func (s *Supervisor) logf(format string, args ...any) {

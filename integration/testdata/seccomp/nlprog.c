@@ -10,6 +10,7 @@
  *   nlprog peek                  MSG_PEEK/MSG_TRUNC/MSG_DONTWAIT, NETLINK_PKTINFO
  *   nlprog fork | thread         rules from a forked child / a second thread
  *   nlprog others                AF_INET UDP and NETLINK_GENERIC reach the kernel
+ *   nlprog read                  read/readv of notifications, dup2/dup3 onto itself
  *   nlprog bench N ADDR          N route gets, prints ns per round trip
  */
 #include <arpa/inet.h>
@@ -22,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -307,6 +311,36 @@ int main(int argc, char **argv)
 		struct nlmsghdr *h = (struct nlmsghdr *)buf;
 		printf("genl: reply type %s len-ok %d from pid %u\n", h->nlmsg_type == GENL_ID_CTRL ? "ctrl" : "other",
 		       n > 0, from.nl_pid);
+	} else if (!strcmp(cmd, "read")) {
+		/* read() and readv() of a subscribed socket's notifications: the
+		 * datagram as netlink_recvmsg() gives it (no sender, no framing) */
+		int l = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+		struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_RULE};
+		if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			printf("bind groups: %s\n", strerror(errno));
+		int fd = nl_open();
+		char buf[8192], small[8];
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		printf("add: %d\n", rule_add(fd, 300, 300));
+		ssize_t n = read(l, buf, sizeof(buf));
+		printf("read: type %u whole %d\n", n > 0 ? h->nlmsg_type : 0, n > 0 && (size_t)n == h->nlmsg_len);
+		printf("add: %d\n", rule_add(fd, 301, 301));
+		struct iovec iov[2] = {{.iov_base = buf, .iov_len = 16}, {.iov_base = buf + 16, .iov_len = sizeof(buf) - 16}};
+		n = readv(l, iov, 2);
+		printf("readv: type %u whole %d\n", n > 0 ? h->nlmsg_type : 0, n > 0 && (size_t)n == h->nlmsg_len);
+		printf("add: %d\n", rule_add(fd, 302, 302));
+		n = read(l, small, sizeof(small));
+		printf("short read: %zd\n", n);
+		fcntl(l, F_SETFL, O_NONBLOCK);
+		n = read(l, buf, sizeof(buf));
+		printf("empty nonblocking read: %zd %s\n", n, n < 0 ? strerror(errno) : "");
+		n = syscall(SYS_readv, l, iov, -1); /* raw: the count is the point */
+		printf("readv -1: %zd %s\n", n, n < 0 ? strerror(errno) : "");
+		n = syscall(SYS_readv, l, iov, 1025);
+		printf("readv 1025: %zd %s\n", n, n < 0 ? strerror(errno) : "");
+		printf("dup2 onto itself: %d\n", dup2(l, l) == l);
+		n = syscall(SYS_dup3, l, l, 0);
+		printf("dup3 onto itself: %zd %s\n", n, n < 0 ? strerror(errno) : "");
 	} else if (!strcmp(cmd, "bench") && argc == 4) {
 		int fd = nl_open(), n = atoi(argv[2]);
 		struct timespec t0, t1;
