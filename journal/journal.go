@@ -21,12 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/nlemu/nlemu/nsmgr"
 	"github.com/nlemu/nlemu/rtnl"
@@ -80,14 +80,21 @@ type Options struct {
 	Logf func(format string, args ...any)
 
 	allocChunk int64 // fallocate step (tests make it small)
+	syncDepth  int   // fdatasyncs in flight at once (default 4; tests make it 1)
 }
 
 const (
 	defaultRotate = 64 << 20
 	defaultChunk  = 4 << 20 // fallocate step
 	maxBatch      = 4 << 20 // bytes of one group commit
-	snapName      = "snapshot"
-	snapTmp       = "snapshot.tmp"
+	// defaultSyncDepth is how many fdatasyncs run at once. This machine's
+	// disk completes concurrent ones about as fast as one (measured, 4 KiB
+	// pwrite + fdatasync loops on one file: 1,100/s from one thread,
+	// 2,300/s from two, 5,300/s from four), so a write need not wait for
+	// the previous batch's sync to return.
+	defaultSyncDepth = 4
+	snapName         = "snapshot"
+	snapTmp          = "snapshot.tmp"
 )
 
 func journalName(n uint64) string { return fmt.Sprintf("journal-%016d", n) }
@@ -111,11 +118,14 @@ type entry struct {
 // batch is one group commit: records written with one write and made
 // durable with one fdatasync.
 type batch struct {
-	buf  []byte
-	last uint64 // sequence number of its last record
-	n    uint64 // records in it
-	done chan struct{}
-	err  error // set before done is closed
+	buf    []byte
+	last   uint64 // sequence number of its last record
+	n      uint64 // records in it
+	off    int64  // where it was written
+	lane   int    // the index of the lane its fdatasync uses
+	synced bool   // guarded by Journal.mu: its fdatasync returned
+	done   chan struct{}
+	err    error // set before done is closed
 }
 
 func (b *batch) wait() error {
@@ -130,6 +140,9 @@ type Stats struct {
 	Bytes   uint64 // bytes written
 	// Compactions counts snapshots written.
 	Compactions uint64
+	// SyncTime is the time spent in fdatasyncs, summed (up to syncDepth
+	// of them overlap).
+	SyncTime time.Duration
 }
 
 // Journal is an open state directory.
@@ -154,12 +167,20 @@ type Journal struct {
 	closing               bool  // guarded by mu
 	cur                   File  // guarded by mu (written by the committer)
 	curNum                uint64
-	written               int64  // guarded by mu: bytes of cur that are written
-	lastWritten           uint64 // guarded by mu: sequence number of the last written record
-	snapBytes             int64  // guarded by mu: the snapshot's size
-	closedBytes           int64  // guarded by mu: journals closed since the snapshot
-	stats                 Stats  // guarded by mu
-	taken                 uint64 // guarded by mu: records the committer has taken
+	written               int64    // guarded by mu: bytes of cur that are written
+	lastWritten           uint64   // guarded by mu: sequence number of the last written record
+	snapBytes             int64    // guarded by mu: the snapshot's size
+	closedBytes           int64    // guarded by mu: journals closed since the snapshot
+	stats                 Stats    // guarded by mu
+	taken                 uint64   // guarded by mu: records the committer has taken
+	spare                 [][]byte // guarded by mu: written batches' buffers, for reuse
+	// flight holds the written batches whose fdatasync has not returned or
+	// whose predecessors' has not, in write order (at most syncDepth);
+	// lanes are the current file's handles their fdatasyncs use, freeLanes
+	// the indexes of the idle ones (openLanes).
+	flight    []*batch // guarded by mu
+	lanes     []File   // guarded by mu
+	freeLanes []int    // guarded by mu
 
 	lock       *os.File    // DIR/lock, flocked while the journal is open
 	compactCh  chan uint64 // journals below the number sent may be compacted
@@ -191,6 +212,9 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 	}
 	if opt.allocChunk <= 0 {
 		opt.allocChunk = defaultChunk
+	}
+	if opt.syncDepth <= 0 {
+		opt.syncDepth = defaultSyncDepth
 	}
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
@@ -393,6 +417,11 @@ func (j *Journal) append(r record, n int64) *batch {
 		b = j.queue[k-1]
 	} else {
 		b = &batch{done: make(chan struct{})}
+		if k := len(j.spare); k > 0 {
+			b.buf, j.spare = j.spare[k-1][:0], j.spare[:k-1]
+		} else {
+			b.buf = make([]byte, 0, batchCap)
+		}
 		j.queue = append(j.queue, b)
 		j.cond.Signal()
 	}
@@ -403,18 +432,27 @@ func (j *Journal) append(r record, n int64) *batch {
 	return b
 }
 
+// batchCap is a fresh batch buffer's capacity: buffers are reused, so
+// that a record costs one append into memory already there.
+const batchCap = 256 << 10
+
 // commit is the committer: it writes the queued batches in order, each with
-// one write and (unless the policy is None) one fdatasync, and releases
-// their waiters.
+// one write, and starts each one's fdatasync (unless the policy is None)
+// without waiting for the previous one's: up to syncDepth run at once, each
+// on its own lane, and whatever arrived meanwhile is the next batch.
+// Batches are released in write order (release).
 func (j *Journal) commit() {
 	defer close(j.commitDone)
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	for {
-		j.mu.Lock()
-		for len(j.queue) == 0 && !j.closing {
+		for len(j.queue) == 0 && !j.closing || len(j.queue) > 0 && len(j.flight) >= j.opt.syncDepth {
 			j.cond.Wait()
 		}
-		if len(j.queue) == 0 {
-			j.mu.Unlock()
+		if len(j.queue) == 0 { // closing
+			for len(j.flight) > 0 {
+				j.cond.Wait()
+			}
 			return
 		}
 		b := j.queue[0]
@@ -422,48 +460,132 @@ func (j *Journal) commit() {
 		j.queue = j.queue[1:]
 		j.taken += b.n
 		f, off, err := j.cur, j.written, j.failed
-		j.mu.Unlock()
+		size := int64(len(b.buf))
 		if err == nil {
+			j.mu.Unlock()
 			_, err = f.WriteAt(b.buf, off)
-			if err == nil && j.opt.Fsync != None {
-				err = f.Sync()
+			j.mu.Lock()
+			if err != nil {
+				j.fail(err, f, off)
+				err = j.failed
 			}
 		}
-		j.mu.Lock()
+		if cap(b.buf) <= 2*maxBatch && len(j.spare) < 2*j.opt.syncDepth {
+			j.spare = append(j.spare, b.buf)
+		}
+		b.buf = nil
 		if err != nil {
-			if j.failed == nil {
-				j.failed = err
-				// Leave no half record behind (restore would cut it
-				// anyway).
-				f.Truncate(off)
-			}
-			err = j.failed
-		} else {
-			j.written += int64(len(b.buf))
-			j.lastWritten = b.last
-			j.stats.Batches++
-			j.stats.Bytes += uint64(len(b.buf))
+			b.err = err
+			close(b.done)
+			continue
 		}
-		b.err = err
-		close(b.done)
+		j.written = off + size
+		j.lastWritten = b.last
+		j.stats.Batches++
+		j.stats.Bytes += uint64(size)
+		b.off = off
+		j.flight = append(j.flight, b)
+		if j.opt.Fsync == None {
+			b.synced = true
+			j.release()
+		} else {
+			k := len(j.freeLanes) - 1
+			b.lane, j.freeLanes = j.freeLanes[k], j.freeLanes[:k]
+			go j.sync(b, j.lanes[b.lane])
+		}
 		if j.failed == nil && j.written >= j.opt.RotateBytes {
-			j.rotate()
+			// The old file's syncs finish before it is closed.
+			for len(j.flight) > 0 {
+				j.cond.Wait()
+			}
+			if j.failed == nil {
+				j.rotate()
+			}
 		}
 		j.allocateAhead()
-		j.mu.Unlock()
-		// Let the waiters just released run before the next write: they
-		// are queued on this goroutine's P, which the write's syscall
-		// would otherwise hold until sysmon takes it back, and their next
-		// changes then join the next batch instead of the one after. A
-		// few yields at most, while the next batch keeps growing.
-		for range 4 {
-			n := j.queuedRecords()
-			runtime.Gosched()
-			if j.queuedRecords() == n {
-				break
-			}
-		}
 	}
+}
+
+// sync makes batch b durable with an fdatasync on lane f, a handle of its
+// own: Linux reports a writeback error once per open file description
+// (errseq_t), so two fdatasyncs racing on one handle could leave one of
+// them returning success for pages the other was told had failed.
+func (j *Journal) sync(b *batch, f File) {
+	t0 := time.Now()
+	err := f.Sync()
+	took := time.Since(t0)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stats.SyncTime += took
+	j.freeLanes = append(j.freeLanes, b.lane)
+	if err != nil {
+		j.fail(err, j.cur, b.off)
+		b.err = err
+	}
+	b.synced = true
+	j.release()
+	j.cond.Signal()
+}
+
+// fail records the journal's first write or sync failure and truncates the
+// file back to before the failed batch (restore would cut it anyway).
+// Called with mu held.
+func (j *Journal) fail(err error, f File, off int64) {
+	if j.failed == nil {
+		j.failed = err
+		f.Truncate(off)
+	}
+}
+
+// release acknowledges the batches at the head of flight whose fdatasync
+// has returned, in write order: a batch is durable once its own sync
+// returned, but its waiters are told so only after every earlier batch's
+// waiters, so that an acknowledged change never depends on one that was
+// not. After a failure every batch not yet released gets the error, even
+// one whose own sync succeeded (conservative: it is not acknowledged, and
+// may or may not be there after a restart). Called with mu held.
+func (j *Journal) release() {
+	for len(j.flight) > 0 && j.flight[0].synced {
+		b := j.flight[0]
+		j.flight[0] = nil
+		j.flight = j.flight[1:]
+		if b.err == nil {
+			b.err = j.failed
+		}
+		close(b.done)
+	}
+}
+
+// openLanes opens the handles that journal num's fdatasyncs use, before
+// any record is written to it (a handle sees the writeback errors that
+// happen after it is opened), and makes them the current lanes. Called
+// with mu held and no sync in flight.
+func (j *Journal) openLanes(num uint64) error {
+	name := journalName(num)
+	lanes := make([]File, 0, j.opt.syncDepth)
+	for range j.opt.syncDepth {
+		f, err := j.fs.OpenAppend(name)
+		if err != nil {
+			for _, f := range lanes {
+				f.Close()
+			}
+			return err
+		}
+		lanes = append(lanes, f)
+	}
+	j.closeLanes()
+	j.lanes = lanes
+	for i := range lanes {
+		j.freeLanes = append(j.freeLanes, i)
+	}
+	return nil
+}
+
+func (j *Journal) closeLanes() {
+	for _, f := range j.lanes {
+		f.Close()
+	}
+	j.lanes, j.freeLanes = nil, j.freeLanes[:0]
 }
 
 // allocateAhead extends the current file by a chunk once less than half a
@@ -482,13 +604,6 @@ func (j *Journal) allocateAhead() {
 	if err == nil && j.cur == f {
 		j.alloc = max(j.alloc, off+j.opt.allocChunk)
 	}
-}
-
-// queuedRecords is the number of records waiting for the committer.
-func (j *Journal) queuedRecords() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.stats.Records - j.taken
 }
 
 // rotate starts the next journal file. Called by the committer with mu
@@ -533,6 +648,10 @@ func (j *Journal) rotate() {
 		fail(err)
 		return
 	}
+	if err := j.openLanes(num); err != nil {
+		fail(err)
+		return
+	}
 	j.cur.Close()
 	j.closedBytes += j.written
 	j.cur, j.curNum = f, num
@@ -574,6 +693,7 @@ func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	err := j.cur.Sync()
+	j.closeLanes()
 	if cerr := j.cur.Close(); err == nil {
 		err = cerr
 	}

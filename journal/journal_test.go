@@ -281,7 +281,9 @@ type faultFS struct {
 	budget   atomic.Int64 // bytes Allocate may still reserve; < 0: no limit
 	writeErr atomic.Value // error for WriteAt, when set
 	gate     atomic.Pointer[chan struct{}]
-	inSync   atomic.Int32 // Syncs waiting at the gate
+	inSync   atomic.Int32                  // Syncs waiting at the gate
+	gateOnce atomic.Pointer[chan struct{}] // held by the next Sync only
+	syncErr  atomic.Pointer[error]         // error for Syncs, when set
 	syncs    atomic.Int32
 }
 
@@ -336,13 +338,32 @@ func (f *faultFile) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) Sync() error {
-	if g := f.fs.gate.Load(); g != nil {
+	var err error
+	if p := f.fs.syncErr.Load(); p != nil {
+		err = *p
+	}
+	if g := f.fs.gateOnce.Swap(nil); g != nil {
+		f.fs.inSync.Add(1)
+		<-*g
+		f.fs.inSync.Add(-1)
+	} else if g := f.fs.gate.Load(); g != nil {
 		f.fs.inSync.Add(1)
 		<-*g
 		f.fs.inSync.Add(-1)
 	}
 	f.fs.syncs.Add(1)
+	if err != nil {
+		return err
+	}
 	return f.File.Sync()
+}
+
+// secondSynced reports whether j has two batches in flight and the second
+// one's fdatasync has returned (the first one's is held).
+func secondSynced(j *Journal) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.flight) == 2 && j.flight[1].synced
 }
 
 // waitFor spins until cond holds (the goroutines it waits for make no
@@ -353,9 +374,10 @@ func waitFor(cond func() bool) {
 	}
 }
 
-// TestGroupCommitSharesOneSync: changes that arrive while an fdatasync
-// runs are written together and made durable by the next one, and none of
-// them is acknowledged before it; under Always each has its own.
+// TestGroupCommitSharesOneSync: changes that arrive while the fdatasyncs
+// run (here one at a time, syncDepth 1) are written together and made
+// durable by the next one, and none of them is acknowledged before it;
+// under Always each has its own.
 func TestGroupCommitSharesOneSync(t *testing.T) {
 	for _, tc := range []struct {
 		p           Policy
@@ -363,7 +385,7 @@ func TestGroupCommitSharesOneSync(t *testing.T) {
 	}{{Group, 2}, {Always, 11}} {
 		t.Run(tc.p.String(), func(t *testing.T) {
 			fs := newFaultFS(t.TempDir())
-			e := openEnv(t, "", Options{FS: fs, Fsync: tc.p})
+			e := openEnv(t, "", Options{FS: fs, Fsync: tc.p, syncDepth: 1})
 			base := e.j.Stats()
 			gate := make(chan struct{})
 			fs.gate.Store(&gate)
@@ -394,6 +416,86 @@ func TestGroupCommitSharesOneSync(t *testing.T) {
 				t.Fatalf("%d writes for 11 records, want %d", got, tc.wantBatches)
 			}
 		})
+	}
+}
+
+// TestSyncsOverlapAndReleaseInOrder: a batch's write and fdatasync start
+// while the previous batch's fdatasync still runs (pipelining), and its
+// changes are acknowledged only once that earlier sync has returned too,
+// so that the acknowledged changes are always a prefix of the journal.
+func TestSyncsOverlapAndReleaseInOrder(t *testing.T) {
+	fs := newFaultFS(t.TempDir())
+	e := openEnv(t, "", Options{FS: fs, syncDepth: 2})
+	base := e.j.Stats()
+	gate := make(chan struct{})
+	fs.gateOnce.Store(&gate)
+	var acked [2]atomic.Bool
+	var wg sync.WaitGroup
+	add := func(i int) {
+		defer wg.Done()
+		if errno := e.do("default", ruleAdd(rtnl.AF_INET, uint32(100+i), uint32(100+i))); errno != 0 {
+			t.Errorf("rule %d: errno %d", i, errno)
+		}
+		acked[i].Store(true)
+	}
+	wg.Add(1)
+	go add(0)
+	waitFor(func() bool { return fs.inSync.Load() == 1 })
+	wg.Add(1)
+	go add(1)
+	// The second batch is written and synced while the first's sync is
+	// held.
+	waitFor(func() bool { return secondSynced(e.j) })
+	if got := e.j.Stats().Batches - base.Batches; got != 2 {
+		t.Fatalf("%d writes while the first sync is held, want 2", got)
+	}
+	if acked[0].Load() || acked[1].Load() {
+		t.Fatalf("acknowledged before the first batch's fdatasync returned: %v %v", acked[0].Load(), acked[1].Load())
+	}
+	close(gate)
+	wg.Wait()
+}
+
+// TestSyncErrorFailsLaterBatches: when an fdatasync fails, its batch and
+// every later one get EIO, even a later one whose own sync succeeded, and
+// later changes are refused before they are applied.
+func TestSyncErrorFailsLaterBatches(t *testing.T) {
+	dir := t.TempDir()
+	fs := newFaultFS(dir)
+	e := openEnv(t, "", Options{FS: fs, syncDepth: 2})
+	e.mustDo("default", ruleAdd(rtnl.AF_INET, 0, 50))
+	gate := make(chan struct{})
+	fs.gateOnce.Store(&gate)
+	eio := error(syscall.EIO)
+	fs.syncErr.Store(&eio)
+	var errs [2]atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0].Store(e.do("default", ruleAdd(rtnl.AF_INET, 0, 51)))
+	}()
+	waitFor(func() bool { return fs.inSync.Load() == 1 })
+	fs.syncErr.Store(nil)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[1].Store(e.do("default", ruleAdd(rtnl.AF_INET, 0, 52)))
+	}()
+	waitFor(func() bool { return secondSynced(e.j) })
+	close(gate)
+	wg.Wait()
+	for i := range errs {
+		if got := errs[i].Load(); got != int32(syscall.EIO) {
+			t.Fatalf("change %d: errno %d, want EIO", i, got)
+		}
+	}
+	mid := e.state("default")
+	if errno := e.do("default", ruleAdd(rtnl.AF_INET, 0, 53)); errno != int32(syscall.EIO) {
+		t.Fatalf("change after a failed sync: errno %d, want EIO", errno)
+	}
+	if e.state("default") != mid {
+		t.Fatal("a change after the failure was applied")
 	}
 }
 

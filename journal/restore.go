@@ -256,6 +256,9 @@ func (j *Journal) restore() (*Restored, error) {
 		}
 	}
 	j.cur, j.curNum, j.written, j.used, j.alloc = f, n, good, good, good
+	if err := j.openLanes(n); err != nil {
+		return nil, err
+	}
 	if rs.TornBytes == 0 {
 		j.alloc = size // zeros allocated ahead
 	} else if f.Allocate(good, j.opt.allocChunk) == nil {
@@ -290,6 +293,9 @@ func (j *Journal) startFile(n uint64) error {
 	}
 	j.cur, j.curNum = f, n
 	j.written, j.used, j.alloc = int64(len(hdr)), int64(len(hdr)), int64(len(hdr))
+	if err := j.openLanes(n); err != nil {
+		return err
+	}
 	if f.Allocate(j.alloc, j.opt.allocChunk) == nil {
 		j.alloc += j.opt.allocChunk
 	}

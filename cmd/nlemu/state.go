@@ -83,8 +83,9 @@ func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
 				if err := j.Close(); err != nil {
 					fmt.Fprintf(os.Stderr, "nlemu load: state %s: %v\n", d, err)
 				}
-				fmt.Fprintf(os.Stderr, "state %s (fsync=%s): %d records in %d writes (%.1f per write), %.1f MiB, %d compactions\n",
-					d, p, st.Records, st.Batches, float64(st.Records)/float64(max(st.Batches, 1)), float64(st.Bytes)/(1<<20), st.Compactions)
+				fmt.Fprintf(os.Stderr, "state %s (fsync=%s): %d records in %d writes (%.1f per write), %.1f MiB, %d compactions, %.2fs in fdatasync (summed: they overlap)\n",
+					d, p, st.Records, st.Batches, float64(st.Records)/float64(max(st.Batches, 1)), float64(st.Bytes)/(1<<20), st.Compactions,
+					st.SyncTime.Seconds())
 			}, nil
 		}
 		return nil
