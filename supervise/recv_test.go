@@ -119,3 +119,26 @@ func TestSeqpacketTruncReportsFullLength(t *testing.T) {
 		t.Fatalf("trunc into 10 bytes: %d, %v; want 100", n, err)
 	}
 }
+
+// TestTakeWaitSlotLeavesAReader: at most Workers-1 receives wait inline at
+// a time, so one worker is always left reading notifications (a call that
+// would bring the waiters' data is never stuck behind them); a call holding
+// a slot keeps it.
+func TestTakeWaitSlotLeavesAReader(t *testing.T) {
+	s := &Supervisor{}
+	calls := make([]call, Workers+2)
+	took := 0
+	for i := range calls {
+		if s.takeWaitSlot(&calls[i]) {
+			took++
+		}
+	}
+	if took != Workers-1 || int(s.inlineWaits.Load()) != Workers-1 {
+		t.Fatalf("%d slots taken (%d counted) of %d calls, want %d", took, s.inlineWaits.Load(), len(calls), Workers-1)
+	}
+	for i := range calls {
+		if calls[i].slot && !s.takeWaitSlot(&calls[i]) {
+			t.Errorf("call %d lost its slot", i)
+		}
+	}
+}

@@ -77,7 +77,8 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 //
 // Notifications are read by Workers goroutines, each locked to an OS
 // thread of its own and blocked in SECCOMP_IOCTL_NOTIF_RECV on the same
-// listener (seccomp_notify_recv() hands each notification to one of them).
+// listener (seccomp_notify_recv() hands each notification to one of them;
+// several may wait).
 // Calls that cannot block — a receive with a datagram queued, the names,
 // most options, dup — are answered inline on the worker that read them:
 // the notification, the receive on the supervisor's copy of the socket,
@@ -97,9 +98,14 @@ func (s *Supervisor) Serve() error {
 	return <-errs
 }
 
-// Workers is how many threads wait for notifications: more than one, so a
-// call being answered does not hold up another thread's.
-const Workers = 2
+// Workers is how many threads wait for notifications. One: on the 2-core
+// machine this was measured on, a second worker (and the inline waits it
+// allows, takeWaitSlot) made the route-get round trip slower, not faster
+// (hack/exec-overhead.sh, docs/EXEC.md): one more thread contending for
+// the CPUs the caller and the server need. Calls that block already move
+// to goroutines, so one worker never holds another thread's call up for
+// longer than a non-blocking answer takes.
+const Workers = 1
 
 // worker is one notification loop (Serve). Its notification and call are
 // reused: an inline answer allocates nothing of its own.
