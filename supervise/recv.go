@@ -247,6 +247,15 @@ func (s *Supervisor) recvOne(c *call, sk *sock, cfd int, buf []byte, flags int) 
 			if flags&unix.MSG_DONTWAIT != 0 || nonblocking(cfd) {
 				return nil, 0, unix.EAGAIN
 			}
+			if c.inline && !c.spun && !c.slot {
+				// the reply is usually on its way: wait for it briefly on
+				// the worker before handing the call to a goroutine
+				c.spun = true
+				s.inlineWaitCount.Add(1)
+				if briefWait(cfd) {
+					continue
+				}
+			}
 			if c.inline && !s.takeWaitSlot(c) {
 				c.again, c.done = true, true // wait on a goroutine of its own
 				s.waits.Add(1)
@@ -373,4 +382,20 @@ func (s *Supervisor) takeWaitSlot(c *call) bool {
 			return true
 		}
 	}
+}
+
+// briefWaitTime bounds how long the worker waits inline for a reply
+// before the receive moves to a goroutine: the server's answer to a
+// request just sent usually comes within it, and the call then needs no
+// hand-off; the other threads' calls wait at most this long behind it.
+// Measured side by side, it made the route-get round trip cheaper on the
+// development machine (docs/EXEC.md).
+const briefWaitTime = 200 * time.Microsecond
+
+// briefWait waits up to briefWaitTime for cfd to become readable.
+func briefWait(cfd int) bool {
+	pfd := []unix.PollFd{{Fd: int32(cfd), Events: unix.POLLIN}}
+	ts := unix.NsecToTimespec(int64(briefWaitTime))
+	n, err := unix.Ppoll(pfd, &ts, nil)
+	return err == nil && n > 0
 }

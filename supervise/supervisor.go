@@ -138,7 +138,8 @@ func (s *Supervisor) worker() error {
 // Counts returns how many notifications each system call caused, by name,
 // "total", "waits": the receives that found nothing queued and waited
 // for data on a goroutine, and "inline_waits": those that waited on their
-// worker's thread (takeWaitSlot); neither is a notification of its own. The test of "data calls do not enter the supervisor"
+// worker's thread first (briefWait, takeWaitSlot); neither is a
+// notification of its own. The test of "data calls do not enter the supervisor"
 // reads it.
 func (s *Supervisor) Counts() map[string]uint64 {
 	out := map[string]uint64{}
@@ -205,6 +206,7 @@ type call struct {
 	inline, again bool
 	done          bool
 	slot          bool // holds an inline wait slot (takeWaitSlot)
+	spun          bool // waited briefly inline (briefWait)
 }
 
 func (c *call) arg(i int) uint64 { return c.n.Data.Args[i] }
