@@ -142,3 +142,23 @@ func TestTakeWaitSlotLeavesAReader(t *testing.T) {
 		}
 	}
 }
+
+// TestBriefWait: the worker's short wait reports data that is queued or
+// arrives, and gives up on a socket that stays empty.
+func TestBriefWait(t *testing.T) {
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if briefWait(p[1]) {
+		t.Error("empty socket: readable")
+	}
+	if _, err := unix.Write(p[0], []byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	if !briefWait(p[1]) {
+		t.Error("queued datagram: not readable")
+	}
+}
