@@ -437,7 +437,6 @@ func malformedCases() []badCase {
 var mfKnownDiffs = map[string]string{
 	"new link: good attribute then overrun": "the kernel ignores IFLA_COST (6), which do_setlink() never reads, and acks with the leftover warning; nlemu refuses it as an attribute it does not implement (EOPNOTSUPP)",
 	"set link: good attribute then overrun": "the kernel ignores IFLA_COST (6), which do_setlink() never reads, and acks with the leftover warning; nlemu refuses it as an attribute it does not implement (EOPNOTSUPP)",
-	"master unknown":                        "a new link with an unknown IFLA_MASTER fails and is not created; nlemu creates it",
 }
 
 // mfStateQueries are the dumps of a namespace's state: links, addresses,

@@ -566,7 +566,15 @@ func (d *Devices) Create(kind string, q *rtnl.LinkConf) ([]Event, *rtnl.Error) {
 	}
 	if q.HasMaster && q.Master != 0 {
 		if err := c.setMaster(i, int32(q.Master)); err != nil {
-			c.runLinkwatch()
+			// rtnl_newlink_create(): a failed do_set_master() goes to
+			// out_unregister, which takes the new device away again
+			// (a veth with its peer, veth_dellink()): nothing stays
+			// (TestNewLinkUnknownMasterCreatesNothing).
+			gone := []int{c.find(c.links[i].Index)}
+			if p := c.find(peerIndex); peerIndex != 0 && p >= 0 {
+				gone = append(gone, p)
+			}
+			c.unregister(gone)
 			return c.publish(), err
 		}
 	}

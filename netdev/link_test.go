@@ -471,3 +471,55 @@ func TestBridgePriorityWithoutAddress(t *testing.T) {
 		t.Errorf("br1 got ifindex %d, want 6 (three consumed by the failed creates)", got)
 	}
 }
+
+// TestNewLinkUnknownMasterCreatesNothing: rtnl_newlink_create() sets the
+// master after registering the device, and a failed do_set_master() goes
+// to out_unregister: `ip link add v0 master lo type veth peer name v1` is
+// EOPNOTSUPP on 6.18 and leaves neither v0 nor v1; an IFLA_MASTER naming
+// no device is EINVAL, nothing created. Each ends with the device's (and
+// its peer's) RTM_DELLINK.
+func TestNewLinkUnknownMasterCreatesNothing(t *testing.T) {
+	cases := []struct {
+		name   string
+		kind   string
+		q      *rtnl.LinkConf
+		master uint32
+		want   string
+	}{
+		{"veth master lo", KindVeth, veth("v0", "v1"), 1, "operation not supported \"\""},
+		{"veth master missing", KindVeth, veth("v0", "v1"), 99, "invalid argument \"\""},
+		{"bridge master missing", KindBridge, conf("br0", 1), 99, "invalid argument \"\""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := New()
+			c.q.HasMaster, c.q.Master = true, c.master
+			evs, err := d.Create(c.kind, c.q)
+			if got := errText(err); got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+			var names []string
+			for _, l := range d.Links() {
+				names = append(names, l.Name)
+			}
+			if d := cmp.Diff([]string{"lo"}, names); d != "" {
+				t.Errorf("devices after the failed create (-want +got):\n%s", d)
+			}
+			dels := 0
+			for _, e := range evs {
+				for _, m := range e.Msgs {
+					if m.Kind == NotifyDelLink {
+						dels++
+					}
+				}
+			}
+			want := 1
+			if c.kind == KindVeth {
+				want = 2
+			}
+			if dels != want {
+				t.Errorf("%d RTM_DELLINK notifications, want %d", dels, want)
+			}
+		})
+	}
+}
