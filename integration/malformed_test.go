@@ -434,10 +434,7 @@ func malformedCases() []badCase {
 // differently from the kernel, and why. Each is logged as a known
 // difference, never counted as a match; a case that comes to match fails
 // until it is removed here.
-var mfKnownDiffs = map[string]string{
-	"new link: good attribute then overrun": "the kernel ignores IFLA_COST (6), which do_setlink() never reads, and acks with the leftover warning; nlemu refuses it as an attribute it does not implement (EOPNOTSUPP)",
-	"set link: good attribute then overrun": "the kernel ignores IFLA_COST (6), which do_setlink() never reads, and acks with the leftover warning; nlemu refuses it as an attribute it does not implement (EOPNOTSUPP)",
-}
+var mfKnownDiffs = map[string]string{}
 
 // mfStateQueries are the dumps of a namespace's state: links, addresses,
 // routes and rules.

@@ -98,7 +98,7 @@ func DecodeLinkConf(m *Message) (*LinkConf, *Error) {
 	if len(d) < IfInfoLen {
 		return nil, Errorf(syscall.EINVAL, "Invalid header length")
 	}
-	c, err := decodeLinkConf(d, NLMSG_HDRLEN)
+	c, err := decodeLinkConf(d, NLMSG_HDRLEN, uint16(m.Header.Type) == RTM_NEWLINK)
 	if err == nil && AttrsLeftover(d[IfInfoLen:]) > 0 {
 		c.Warning = "bytes leftover after parsing attributes"
 	}
@@ -106,8 +106,9 @@ func DecodeLinkConf(m *Message) (*LinkConf, *Error) {
 }
 
 // decodeLinkConf parses an ifinfomsg and its attributes starting at offset
-// base of the message.
-func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
+// base of the message; create is true for an RTM_NEWLINK, which may
+// create the device (linkAttr).
+func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 	c := &LinkConf{Family: d[0], Index: int32(ne.Uint32(d[4:])), Flags: ne.Uint32(d[8:]), Change: ne.Uint32(d[12:])}
 	unsupported := func(a rawAttr) {
 		if c.Unsupported == 0 {
@@ -118,11 +119,18 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 	err := walkAttrs(d[IfInfoLen:], base+IfInfoLen, func(a rawAttr) *Error {
 		switch a.typ {
 		case IFLA_IFNAME:
+			// ifla_policy: NLA_STRING, which validate_nla() refuses empty.
+			if len(a.data) == 0 {
+				return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: a.off, Policy: policyNest(ifnamePolicy)}
+			}
 			if err := validateIfname(a); err != nil {
 				return err
 			}
 			c.Name, c.HasName = trimNul(a.data), true
 		case IFLA_ALT_IFNAME:
+			if err := altIfnamePolicy.validate(a); err != nil {
+				return err
+			}
 			c.AltName, c.HasAltName = trimNul(a.data), true
 		case IFLA_MTU, IFLA_TXQLEN, IFLA_GROUP, IFLA_MASTER, IFLA_LINK, IFLA_EXT_MASK:
 			if len(a.data) < 4 {
@@ -160,6 +168,9 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 			la := a
 			linkinfo = &la
 		case IFLA_AF_SPEC:
+			if err := (iflaEntry{kind: iflaNested}).validate(a); err != nil {
+				return err
+			}
 			// rtnl_set_link_af(): each family's set_link_af. nlemu takes
 			// inet6's IFLA_INET6_ADDR_GEN_MODE (inet6_set_link_af());
 			// anything else is refused.
@@ -201,7 +212,15 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 				})
 			})
 		default:
-			unsupported(a)
+			// ifla_policy's other entries: policy errors first, then
+			// the attributes do_setlink() never acts on are ignored.
+			u, err := linkAttr(a, create)
+			if err != nil {
+				return err
+			}
+			if u {
+				unsupported(a)
+			}
 		}
 		return nil
 	})
@@ -209,7 +228,7 @@ func decodeLinkConf(d []byte, base int) (*LinkConf, *Error) {
 		return nil, err
 	}
 	if linkinfo != nil {
-		if err := c.decodeLinkInfo(*linkinfo, base); err != nil {
+		if err := c.decodeLinkInfo(*linkinfo, base, create); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +240,7 @@ const afMPLS = 28
 
 // decodeLinkInfo is the ifla_info_policy parse of IFLA_LINKINFO and the
 // kind's own policy for IFLA_INFO_DATA.
-func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
+func (c *LinkConf) decodeLinkInfo(li rawAttr, base int, create bool) *Error {
 	c.HasLinkInfo = true
 	var data *rawAttr
 	err := walkAttrs(li.data, int(li.off)+nlaHdrLen, func(a rawAttr) *Error {
@@ -277,7 +296,7 @@ func (c *LinkConf) decodeLinkInfo(li rawAttr, base int) *Error {
 			// veth_policy: VETH_INFO_PEER { .len = sizeof(struct ifinfomsg) }
 			return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: a.off}
 		}
-		p, err := decodeLinkConf(a.data, int(a.off)+nlaHdrLen)
+		p, err := decodeLinkConf(a.data, int(a.off)+nlaHdrLen, create)
 		if err != nil {
 			return err
 		}
