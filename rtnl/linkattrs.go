@@ -42,6 +42,22 @@ const (
 	// actZero: the value 0 is the state every nlemu device has
 	// (IFLA_LINKMODE's IF_LINK_MODE_DEFAULT); another would show in dumps.
 	actZero
+	// actNoDevOp: do_setlink() calls a device operation none of the
+	// devices nlemu models has (ndo_set_vf_port, ndo_change_carrier,
+	// change_proto_down) and fails with the kernel's errno and text;
+	// rtnl_create_link() never reads the attribute.
+	actNoDevOp
+	// actNetnsid: a netnsid, which nlemu namespaces never assign
+	// (rtnl_net_getid() answers NETNSA_NSID -1): get_net_ns_by_id() finds
+	// nothing, EINVAL.
+	actNetnsid
+	// actQueues: IFLA_NUM_TX_QUEUES / IFLA_NUM_RX_QUEUES: ignored by
+	// do_setlink(); rtnl_create_link() sizes the new device with it, which
+	// nlemu honours only as the bridge's own single queue.
+	actQueues
+	// actCreateUnsupported: ignored by do_setlink(); creating a device
+	// with it fails with EOPNOTSUPP and no text (measured, IFLA_PROTINFO).
+	actCreateUnsupported
 )
 
 // iflaEntry is one row of the table: the policy and the action.
@@ -62,7 +78,7 @@ var iflaTable = map[uint16]iflaEntry{
 	8:                               {act: actIgnore},                                 // IFLA_COST
 	9:                               {act: actIgnore},                                 // IFLA_PRIORITY
 	11:                              {act: actIgnore},                                 // IFLA_WIRELESS
-	IFLA_PROTINFO:                   {act: actIgnore},                                 // 12: AF_UNSPEC has no ndo_bridge_setlink path here
+	IFLA_PROTINFO:                   {act: actCreateUnsupported},                      // 12: do_setlink() never reads it
 	IFLA_MAP:                        {kind: iflaMinLen, max: 32, act: actUnsupported}, // ndo_set_config
 	15:                              {kind: iflaU32, act: actIgnore},                  // IFLA_WEIGHT
 	IFLA_OPERSTATE:                  {kind: iflaU8, act: actOperstate},
@@ -71,37 +87,37 @@ var iflaTable = map[uint16]iflaEntry{
 	21:                              {act: actIgnore},                      // IFLA_NUM_VF
 	22:                              {kind: iflaNested, act: actEmptyNest}, // IFLA_VFINFO_LIST
 	IFLA_STATS64:                    {act: actIgnore},
-	24:                              {kind: iflaNested, act: actUnsupported}, // IFLA_VF_PORTS
-	25:                              {kind: iflaNested, act: actUnsupported}, // IFLA_PORT_SELF
-	28:                              {kind: iflaU32, act: actUnsupported},    // IFLA_NET_NS_FD: a move
+	24:                              {kind: iflaNested, act: actNoDevOp},  // IFLA_VF_PORTS
+	25:                              {kind: iflaNested, act: actNoDevOp},  // IFLA_PORT_SELF
+	28:                              {kind: iflaU32, act: actUnsupported}, // IFLA_NET_NS_FD: a move
 	IFLA_EXT_MASK:                   {kind: iflaU32, act: actIgnore},
 	IFLA_PROMISCUITY:                {kind: iflaU32, act: actIgnore},
-	IFLA_NUM_TX_QUEUES:              {kind: iflaU32, act: actSetOnly},
-	IFLA_NUM_RX_QUEUES:              {kind: iflaU32, act: actSetOnly},
-	IFLA_CARRIER:                    {kind: iflaU8, act: actUnsupported},
+	IFLA_NUM_TX_QUEUES:              {kind: iflaU32, act: actQueues},
+	IFLA_NUM_RX_QUEUES:              {kind: iflaU32, act: actQueues},
+	IFLA_CARRIER:                    {kind: iflaU8, act: actNoDevOp},
 	34:                              {kind: iflaBinary, max: 32, act: actIgnore}, // IFLA_PHYS_PORT_ID
 	IFLA_CARRIER_CHANGES:            {kind: iflaU32, act: actIgnore},
 	36:                              {kind: iflaBinary, max: 32, act: actIgnore}, // IFLA_PHYS_SWITCH_ID
-	37:                              {kind: iflaS32, act: actSetOnly},            // IFLA_LINK_NETNSID
+	37:                              {kind: iflaS32, act: actNetnsid},            // IFLA_LINK_NETNSID
 	38:                              {act: actIgnore},                            // IFLA_PHYS_PORT_NAME
-	IFLA_PROTO_DOWN:                 {kind: iflaU8, act: actUnsupported},
+	IFLA_PROTO_DOWN:                 {kind: iflaU8, act: actNoDevOp},
 	IFLA_GSO_MAX_SEGS:               {kind: iflaU32, act: actUnsupported},
 	IFLA_GSO_MAX_SIZE:               {kind: iflaU32, min: 193, act: actUnsupported}, // MAX_TCP_HEADER + 1
 	42:                              {act: actIgnore},                               // IFLA_PAD
 	IFLA_XDP:                        {kind: iflaNested, act: actEmptyNest},
 	IFLA_EVENT:                      {kind: iflaU32, act: actIgnore},
 	45:                              {act: actIgnore}, // IFLA_NEW_NETNSID
-	IFLA_TARGET_NETNSID:             {kind: iflaS32, act: actUnsupported},
+	IFLA_TARGET_NETNSID:             {kind: iflaS32, act: actNetnsid},
 	IFLA_CARRIER_UP_COUNT:           {kind: iflaU32, act: actIgnore},
 	IFLA_CARRIER_DOWN_COUNT:         {kind: iflaU32, act: actIgnore},
-	49:                              {kind: iflaS32, min: 1, act: actSetOnly}, // IFLA_NEW_IFINDEX
+	49:                              {kind: iflaS32, min: 1, act: actIgnore}, // IFLA_NEW_IFINDEX
 	IFLA_MIN_MTU:                    {kind: iflaU32, act: actIgnore},
 	IFLA_MAX_MTU:                    {kind: iflaU32, act: actIgnore},
-	52:                              {kind: iflaNested, act: actIgnore},      // IFLA_PROP_LIST: RTM_NEWLINKPROP's
-	54:                              {kind: iflaReject},                      // IFLA_PERM_ADDRESS
-	55:                              {kind: iflaNested, act: actUnsupported}, // IFLA_PROTO_DOWN_REASON
-	56:                              {kind: iflaNulString, act: actIgnore},   // IFLA_PARENT_DEV_NAME
-	57:                              {act: actIgnore},                        // IFLA_PARENT_DEV_BUS_NAME
+	52:                              {kind: iflaNested, act: actIgnore},    // IFLA_PROP_LIST: RTM_NEWLINKPROP's
+	54:                              {kind: iflaReject},                    // IFLA_PERM_ADDRESS
+	55:                              {kind: iflaNested, act: actNoDevOp},   // IFLA_PROTO_DOWN_REASON
+	56:                              {kind: iflaNulString, act: actIgnore}, // IFLA_PARENT_DEV_NAME
+	57:                              {act: actIgnore},                      // IFLA_PARENT_DEV_BUS_NAME
 	IFLA_GRO_MAX_SIZE:               {kind: iflaU32, act: actUnsupported},
 	IFLA_TSO_MAX_SIZE:               {kind: iflaReject},
 	IFLA_TSO_MAX_SEGS:               {kind: iflaReject},
@@ -240,35 +256,107 @@ func (e iflaEntry) validate(a rawAttr) *Error {
 	return nil
 }
 
-// linkAttr handles an IFLA_* attribute decodeLinkConf has no field for:
-// the policy error, or whether the request must be refused as
-// unsupported (false: accepted and ignored). create is true for an
-// RTM_NEWLINK, which may create the device.
-func linkAttr(a rawAttr, create bool) (unsupported bool, err *Error) {
+// linkAttrs collects what linkAttr found across a request's attributes:
+// the first unsupported one and the first error do_setlink() or
+// rtnl_newlink_create() would give after finding the device.
+type linkAttrs struct {
+	create      bool
+	unsupported uint32 // offset of the first unsupported attribute
+	devErr      *Error
+	queues      []rawAttr // IFLA_NUM_*_QUEUES of a create, checked once the kind is known
+}
+
+func (s *linkAttrs) unsupp(a rawAttr) {
+	if s.unsupported == 0 {
+		s.unsupported = a.off
+	}
+}
+
+func (s *linkAttrs) fail(e *Error) {
+	if s.devErr == nil {
+		s.devErr = e
+	}
+}
+
+// add handles an IFLA_* attribute decodeLinkConf has no field for: the
+// policy error, else whether the request is refused (unsupported, or the
+// kernel's own refusal) or the attribute accepted and ignored.
+func (s *linkAttrs) add(a rawAttr) *Error {
 	e, ok := iflaTable[a.typ]
 	if !ok {
 		// Type 0 and types above IFLA_MAX: the liberal parse skips them.
-		return a.typ != 0 && a.typ <= iflaMax, nil
+		if a.typ != 0 && a.typ <= iflaMax {
+			s.unsupp(a)
+		}
+		return nil
 	}
 	if err := e.validate(a); err != nil {
-		return false, err
+		return err
 	}
 	switch e.act {
 	case actUnsupported:
-		return true, nil
+		s.unsupp(a)
 	case actSetOnly:
-		return create, nil
+		if s.create {
+			s.unsupp(a)
+		}
+	case actCreateUnsupported:
+		if s.create {
+			s.fail(Errno(syscall.EOPNOTSUPP))
+		}
 	case actEmptyNest:
 		it := attrIter{b: a.data}
-		_, any := it.next()
-		return any, nil
+		if _, any := it.next(); any {
+			s.unsupp(a)
+		}
 	case actOperstate:
 		// set_operstate(): only IF_OPER_TESTING (4), IF_OPER_DORMANT (5)
 		// and IF_OPER_UP (6) can change dev->operstate.
-		v := a.data[0]
-		return v >= 4 && v <= 6, nil
+		if v := a.data[0]; v >= 4 && v <= 6 {
+			s.unsupp(a)
+		}
 	case actZero:
-		return a.data[0] != 0, nil
+		if a.data[0] != 0 {
+			s.unsupp(a)
+		}
+	case actNoDevOp:
+		if s.create {
+			break
+		}
+		switch a.typ {
+		case IFLA_PROTO_DOWN, 55: // do_set_proto_down()
+			s.fail(Errorf(syscall.EOPNOTSUPP, "Protodown not supported by device"))
+		default: // do_setlink(): no ndo_set_vf_port / ndo_change_carrier
+			s.fail(Errno(syscall.EOPNOTSUPP))
+		}
+	case actNetnsid:
+		if a.typ == IFLA_TARGET_NETNSID {
+			// rtnl_link_get_net_capable(): no text.
+			s.fail(Errno(syscall.EINVAL))
+		} else if s.create {
+			// rtnl_newlink_create()'s link_net lookup.
+			s.fail(Errorf(syscall.EINVAL, "Unknown network namespace id"))
+		}
+	case actQueues:
+		if s.create {
+			s.queues = append(s.queues, a)
+		}
 	}
-	return false, nil
+	return nil
+}
+
+// finish applies what needs the whole request (the kind) and stores the
+// result in c.
+func (s *linkAttrs) finish(c *LinkConf) {
+	for _, a := range s.queues {
+		if c.Kind != "bridge" || ne.Uint32(a.data) != 1 {
+			s.unsupp(a)
+		}
+	}
+	if s.unsupported != 0 && (c.Unsupported == 0 || s.unsupported < c.Unsupported) {
+		c.Unsupported = s.unsupported
+	}
+	if c.AFSpecErr == nil {
+		c.AFSpecErr = s.devErr
+	}
 }

@@ -50,7 +50,9 @@ type LinkConf struct {
 
 	Unsupported uint32
 	// AFSpecErr is validate_linkmsg()'s refusal of IFLA_AF_SPEC, which the
-	// handler returns once it has found the device: EAFNOSUPPORT for a
+	// handler returns once it has found the device (failing that, the
+	// refusal do_setlink() gives for an attribute no nlemu device can act
+	// on, linkAttrs): EAFNOSUPPORT for a
 	// family without rtnl_af_ops, inet6_validate_link_af()'s EINVAL for an
 	// AF_INET6 nest with neither IFLA_INET6_TOKEN nor
 	// IFLA_INET6_ADDR_GEN_MODE (keeping the nested parse's leftover
@@ -116,6 +118,7 @@ func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 		}
 	}
 	var linkinfo *rawAttr
+	la := linkAttrs{create: create}
 	err := walkAttrs(d[IfInfoLen:], base+IfInfoLen, func(a rawAttr) *Error {
 		switch a.typ {
 		case IFLA_IFNAME:
@@ -214,13 +217,7 @@ func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 		default:
 			// ifla_policy's other entries: policy errors first, then
 			// the attributes do_setlink() never acts on are ignored.
-			u, err := linkAttr(a, create)
-			if err != nil {
-				return err
-			}
-			if u {
-				unsupported(a)
-			}
+			return la.add(a)
 		}
 		return nil
 	})
@@ -232,6 +229,7 @@ func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 			return nil, err
 		}
 	}
+	la.finish(c)
 	return c, nil
 }
 
