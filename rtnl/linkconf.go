@@ -129,12 +129,12 @@ func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 			if err := validateIfname(a); err != nil {
 				return err
 			}
-			c.Name, c.HasName = trimNul(a.data), true
+			c.Name, c.HasName = cutNul(a.data), true
 		case IFLA_ALT_IFNAME:
 			if err := altIfnamePolicy.validate(a); err != nil {
 				return err
 			}
-			c.AltName, c.HasAltName = trimNul(a.data), true
+			c.AltName, c.HasAltName = cutNul(a.data), true
 		case IFLA_MTU, IFLA_TXQLEN, IFLA_GROUP, IFLA_MASTER, IFLA_LINK, IFLA_EXT_MASK:
 			if len(a.data) < 4 {
 				return u32Err(a)
@@ -153,11 +153,13 @@ func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 				c.IfLink, c.HasIfLink = v, true
 			}
 		case IFLA_IFALIAS:
-			// ifla_policy: NLA_STRING of at most IFALIASZ-1 (255) bytes.
-			if len(trimNul(a.data)) > 255 {
-				return &Error{Errno: syscall.ERANGE, Msg: policyFailed, Offset: a.off, Policy: policyNest(policy{kind: polString})}
+			// ifla_policy: NLA_BINARY of at most IFALIASZ-1 (255) bytes
+			// (so that an empty alias removes it); dev_set_alias()
+			// strscpy()s it, up to the first NUL.
+			if err := (iflaEntry{kind: iflaBinary, max: 255}).validate(a); err != nil {
+				return err
 			}
-			c.Alias, c.HasAlias = trimNul(a.data), true
+			c.Alias, c.HasAlias = cutNul(a.data), true
 		case IFLA_ADDRESS:
 			c.Address = a.data
 		case IFLA_BROADCAST:
@@ -362,4 +364,16 @@ func (c *LinkConf) decodeBridge(data rawAttr) *Error {
 		}
 		return nil
 	})
+}
+
+// cutNul is b up to its first NUL: nla_strscpy(), which rtnl_newlink()
+// and do_setlink() copy IFLA_IFNAME and IFLA_ALT_IFNAME with (measured:
+// IFLA_IFNAME "\x01\0\0\0" names the device "\x01").
+func cutNul(b []byte) []byte {
+	for i, c := range b {
+		if c == 0 {
+			return b[:i]
+		}
+	}
+	return b
 }
