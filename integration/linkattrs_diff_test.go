@@ -110,11 +110,11 @@ var laNotSent = map[string]string{
 // laKnownDiffs are the cases where nlemu still answers differently, and
 // why; each must still differ (a fix removes it here).
 var laKnownDiffs = map[string]string{
-	"new bridge 1/8": "IFLA_ADDRESS of 8 bytes on a new bridge: br_validate() wants ETH_ALEN (EINVAL); nlemu's create path takes the first 6",
-	"new bridge 2/0": "IFLA_BROADCAST shorter than addr_len on a new device: the kernel refuses it (EINVAL); nlemu's create path does not check it",
-	"new bridge 2/1": "as new bridge 2/0",
-	"new bridge 2/4": "as new bridge 2/0",
-	"new bridge 53/1": "IFLA_ALT_IFNAME beside IFLA_IFNAME: rtnl_dev_get() looks the device up by IFLA_IFNAME (hb: none, so a bridge is created); nsmgr's findConf() prefers IFLA_ALT_IFNAME and finds lo, renamed \\x01 by set lo 3/1 (EEXIST)",
+	"new bridge 1/8":  "IFLA_ADDRESS of 8 bytes on a new bridge: br_validate() wants ETH_ALEN (EINVAL); nlemu's create path takes the first 6",
+	"new bridge 2/0":  "IFLA_BROADCAST shorter than addr_len on a new device: the kernel refuses it (EINVAL); nlemu's create path does not check it",
+	"new bridge 2/1":  "as new bridge 2/0",
+	"new bridge 2/4":  "as new bridge 2/0",
+	"new bridge 53/1": "IFLA_ALT_IFNAME beside IFLA_IFNAME: rtnl_dev_get() looks the device up by IFLA_IFNAME (hb: none, so a bridge is created); nsmgr's findConf() prefers IFLA_ALT_IFNAME and finds lo, renamed to the byte 0x01 by set lo 3/1 (EEXIST)",
 	"new bridge 53/4": "as new bridge 53/1",
 	"new bridge 53/8": "as new bridge 53/1",
 }
