@@ -260,7 +260,11 @@ func (e iflaEntry) validate(a rawAttr) *Error {
 // the first unsupported one and the first error do_setlink() or
 // rtnl_newlink_create() would give after finding the device.
 type linkAttrs struct {
-	create      bool
+	create bool
+	// bridge is an AF_BRIDGE request: the kernel's rtnl_bridge_setlink()
+	// (bridge port options in IFLA_PROTINFO), which parses none of
+	// ifla_policy; nlemu refuses its attributes as before.
+	bridge      bool
 	unsupported uint32 // offset of the first unsupported attribute
 	devErr      *Error
 	queues      []rawAttr // IFLA_NUM_*_QUEUES of a create, checked once the kind is known
@@ -282,6 +286,10 @@ func (s *linkAttrs) fail(e *Error) {
 // policy error, else whether the request is refused (unsupported, or the
 // kernel's own refusal) or the attribute accepted and ignored.
 func (s *linkAttrs) add(a rawAttr) *Error {
+	if s.bridge {
+		s.unsupp(a)
+		return nil
+	}
 	e, ok := iflaTable[a.typ]
 	if !ok {
 		// Type 0 and types above IFLA_MAX: the liberal parse skips them.

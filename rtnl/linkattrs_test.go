@@ -188,3 +188,17 @@ func FuzzLinkAttrs(f *testing.F) {
 		}
 	})
 }
+
+// TestLinkAttrBridgeFamilyStaysRefused: an AF_BRIDGE RTM_SETLINK is
+// rtnl_bridge_setlink()'s (`bridge link set ... cost 5` sends its port
+// options in IFLA_PROTINFO): nlemu does not implement it, so the
+// attributes AF_UNSPEC ignores are refused there.
+func TestLinkAttrBridgeFamilyStaysRefused(t *testing.T) {
+	c, err := DecodeLinkConf(linkReq(RTM_SETLINK, ifi(AF_BRIDGE, 3, 0, 0, nested(IFLA_PROTINFO, u32Attr(3, 5)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Unsupported != 32 {
+		t.Errorf("unsupported at %d, want 32", c.Unsupported)
+	}
+}

@@ -118,7 +118,7 @@ func decodeLinkConf(d []byte, base int, create bool) (*LinkConf, *Error) {
 		}
 	}
 	var linkinfo *rawAttr
-	la := linkAttrs{create: create}
+	la := linkAttrs{create: create, bridge: c.Family == AF_BRIDGE}
 	err := walkAttrs(d[IfInfoLen:], base+IfInfoLen, func(a rawAttr) *Error {
 		switch a.typ {
 		case IFLA_IFNAME:
