@@ -95,10 +95,20 @@ func (f *shimFixture) run(t *testing.T, ns string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(f.prog, args...)
 	if ns != "" {
-		if f.guard != nil {
-			cmd = f.guard.command(context.Background(), ipcFindIP(), append([]string{f.prog}, args...)...)
-		}
 		cmd.Env = f.env(ns)
+		if f.guard != nil {
+			// The shim's variables are set after `ip netns exec` has
+			// entered the guard namespace (by env(1)), as `nlemu exec`
+			// inside it would: a shim loaded into the wrapper itself
+			// would record the host namespace as the one the program
+			// started in, and the program, in the guard's /run/netns
+			// namespace, would attach to the nlemu namespace named
+			// like it (TestIPNetnsExecInsideMapsToNamedNamespace).
+			env := cmd.Env // f.env: the environment, then its three shim variables
+			argv := append([]string{"env"}, env[len(env)-3:]...)
+			cmd = f.guard.command(context.Background(), ipcFindIP(), append(append(argv, f.prog), args...)...)
+			cmd.Env = env[:len(env)-3]
+		}
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
