@@ -90,6 +90,9 @@ var (
 	busyThreads atomic.Int64
 	busyReads   atomic.Uint64
 	polledReads atomic.Uint64
+	// busyYields counts the busy readers that left busy mode because
+	// another connection was served (not by their idle timeout).
+	busyYields atomic.Uint64
 )
 
 // errIdle is a busy receive's idle timeout.
@@ -189,6 +192,7 @@ func (t *fdConn) leaveBusy() {
 func (t *fdConn) afterRequest() {
 	if t.busy {
 		if polledReads.Load() != t.seen {
+			busyYields.Add(1)
 			t.enterPolled()
 		}
 		return
