@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"github.com/nlemu/nlemu/internal/sysctl"
 	"iter"
 	"net"
 	"os"
@@ -441,23 +442,11 @@ func (s *Socket) WriteBuffer() (int, error) {
 	return s.sndbuf, nil
 }
 
-func sysctl(path string, def int) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return def
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return def
-	}
-	return n
-}
-
 var (
-	rmemDefault = sync.OnceValue(func() int { return sysctl("/proc/sys/net/core/rmem_default", 212992) })
-	rmemMax     = sync.OnceValue(func() int { return sysctl("/proc/sys/net/core/rmem_max", 212992) })
-	wmemDefault = sync.OnceValue(func() int { return sysctl("/proc/sys/net/core/wmem_default", 212992) })
-	wmemMax     = sync.OnceValue(func() int { return sysctl("/proc/sys/net/core/wmem_max", 212992) })
+	rmemDefault = sync.OnceValue(func() int { return sysctl.Int("/proc/sys/net/core/rmem_default", 212992) })
+	rmemMax     = sync.OnceValue(func() int { return sysctl.Int("/proc/sys/net/core/rmem_max", 212992) })
+	wmemDefault = sync.OnceValue(func() int { return sysctl.Int("/proc/sys/net/core/wmem_default", 212992) })
+	wmemMax     = sync.OnceValue(func() int { return sysctl.Int("/proc/sys/net/core/wmem_max", 212992) })
 	// netAdmin: this process has CAP_NET_ADMIN (what SO_RCVBUFFORCE asks).
 	netAdmin = sync.OnceValue(func() bool {
 		b, _ := os.ReadFile("/proc/self/status")

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"os"
-	"strconv"
-	"strings"
+	"github.com/nlemu/nlemu/internal/sysctl"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -75,21 +73,9 @@ type flight struct {
 // defaultRcvbuf is net.core.rmem_default and rmemMax net.core.rmem_max,
 // read from this machine when available.
 var (
-	defaultRcvbuf = sysctlInt("/proc/sys/net/core/rmem_default", 212992)
-	rmemMax       = sysctlInt("/proc/sys/net/core/rmem_max", 212992)
+	defaultRcvbuf = sysctl.Int("/proc/sys/net/core/rmem_default", 212992)
+	rmemMax       = sysctl.Int("/proc/sys/net/core/rmem_max", 212992)
 )
-
-func sysctlInt(path string, def int) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return def
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n <= 0 {
-		return def
-	}
-	return n
-}
 
 func newQueue() *queue {
 	q := &queue{limit: defaultRcvbuf, spaceWanted: make(chan struct{}, 1)}

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"github.com/nlemu/nlemu/internal/sysctl"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -105,7 +106,7 @@ func (s *Supervisor) setsockopt(c *call, sk *sock, cfd int) {
 // doubled, at least SOCK_MIN_RCVBUF.
 func bufSize(v int, force bool) int {
 	if !force {
-		if m := readSysctl("/proc/sys/net/core/rmem_max", 212992); uint(v) > uint(m) {
+		if m := sysctl.Int("/proc/sys/net/core/rmem_max", 212992); uint(v) > uint(m) {
 			v = m
 		}
 	}

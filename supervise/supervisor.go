@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/nlemu/nlemu/internal/sysctl"
 	"io"
 	"os"
 	"runtime"
@@ -439,7 +440,7 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	s.mu.Lock()
-	sk := newSock(portid, base, readSysctl("/proc/sys/net/core/rmem_default", 212992))
+	sk := newSock(portid, base, sysctl.Int("/proc/sys/net/core/rmem_default", 212992))
 	s.made++
 	sk.born = s.made
 	s.socks[st.Ino] = sk
@@ -567,18 +568,6 @@ func (s *Supervisor) logf(format string, args ...any) {
 	if s.cfg.Log != nil {
 		fmt.Fprintf(s.cfg.Log, format+"\n", args...)
 	}
-}
-
-func readSysctl(path string, def int) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return def
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return def
-	}
-	return n
 }
 
 // putName writes a sockaddr_nl for getsockname/getpeername (put_nladdr()).
