@@ -28,6 +28,7 @@ if [ "${1:-}" = "--kernel" ]; then kernel=1; shift; fi
 N=${1:-4096}
 case "$N" in ''|*[!0-9]*|0*) echo "usage: $0 [--kernel] [N]   (N: namespaces, at least 1)" >&2; exit 2;; esac
 R=1024
+kns=${KNS_PREFIX:-kb-ns-}
 
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -56,7 +57,7 @@ cleanup() {
 	kill "$server" 2>/dev/null || true
 	wait 2>/dev/null || true
 	if [ "$kernel" = 1 ]; then
-		for i in $(seq "$N"); do ip netns del "kb-ns-$i" 2>/dev/null || true; done
+		for i in $(seq "$N"); do ip netns del "$kns$i" 2>/dev/null || true; done
 	fi
 	rm -rf "$work"
 }
@@ -118,13 +119,13 @@ for i in $(seq "$N"); do "$bin" netns del "ns-$i"; done
 
 if [ "$kernel" = 1 ]; then
 	echo "=== kernel: $N namespaces ==="
-	for i in $(seq "$N"); do ip netns add "kb-ns-$i"; done
+	for i in $(seq "$N"); do ip netns add "$kns$i"; done
 	for v in 4 6; do
 		echo "=== IPv${v} ==="
-		read -r wall[kernel$v] cu[kernel$v] cs[kernel$v] csc[kernel$v] < <(clientrun "for i in \$(seq $N); do nsenter --net=/var/run/netns/kb-ns-\$i ip -$v -batch '$F' & done; wait")
+		read -r wall[kernel$v] cu[kernel$v] cs[kernel$v] csc[kernel$v] < <(clientrun "for i in \$(seq $N); do nsenter --net=/var/run/netns/$kns\$i ip -$v -batch '$F' & done; wait")
 		echo "real ${wall[kernel$v]}s"
 	done
-	for i in $(seq "$N"); do ip netns del "kb-ns-$i"; done
+	for i in $(seq "$N"); do ip netns del "$kns$i"; done
 fi
 
 rules=$((N * R))

@@ -18,19 +18,19 @@ import (
 // descriptor of its own (fdConn), out of the Go netpoller, in one of two
 // modes:
 //
-//   - polled: a second, pollable descriptor of the socket is registered
-//     with the netpoller and the reader goroutine parks on it between
-//     requests. Costs no thread while idle; every request costs the
-//     netpoller's wake-up (epoll_pwait, often a futex and a spinning
-//     thread: measured 1.5 epoll_pwait and 0.3 nanosleep per request of a
-//     lone `ip -batch`).
-//   - busy: the reader blocks in recvfrom(2) on the descriptor itself,
+//   - loop (every connection at first, and all of them when many are busy
+//     at once): the descriptor is registered in one of the event loops
+//     (loop.go), whose thread reads and answers it: one recvfrom(2) and
+//     one sendto(2) per request and a share of an epoll_wait(2). Costs an
+//     epoll entry while idle, no thread.
+//   - busy: a goroutine blocks in recvfrom(2) on the descriptor itself,
 //     which is in blocking mode and in no epoll set, so the client's send
 //     wakes exactly this thread (unix_dgram_sendmsg() ->
 //     sk_data_ready()), and the reply is a direct sendto(2) from it: one
-//     receive and one send per request, the floor (hack/floor.sh). The
-//     receive has an idle timeout (SO_RCVTIMEO, busyIdle): a connection
-//     that goes quiet returns to polled mode and gives its thread back.
+//     receive and one send per request, the floor (hack/floor.sh), without
+//     the loop's epoll_wait. The receive has an idle timeout (SO_RCVTIMEO,
+//     busyIdle): a connection that goes quiet returns to a loop and gives
+//     its thread back.
 //
 // A connection enters busy mode after a request if no other connection was
 // served since its previous request and one of the process's busySlots is
@@ -38,8 +38,8 @@ import (
 // receive keeps its P in _Psyscall until sysmon retakes it (measured with
 // 16 parallel `ip -batch`: sysmon polling every 20 µs, usleep and retake
 // 7% of the server's time), so connections busy at the same time (the
-// seed's thousands of parallel `ip -batch`) share the netpoller instead,
-// whose epoll_pwait then returns many ready connections per call.
+// seed's thousands of parallel `ip -batch`) share the loops instead, whose
+// epoll_wait then returns many ready connections per call.
 type fdConn struct {
 	fd int // the socket; closed by close (guarded by mu against shutdown)
 
@@ -51,28 +51,24 @@ type fdConn struct {
 	// (pollable); every other moment it is blocking.
 	flagMu sync.Mutex
 
-	// poll is the reader's pollable descriptor in polled mode (nil in busy
-	// mode); only the reader goroutine touches it.
-	poll   *os.File
-	pollRC syscall.RawConn
-	busy   bool    // reader only: in busy mode, holding a slot
-	buf    *[]byte // reader only: the slot's receive buffer
-	// seen is polledReads after this connection's last polled read or
-	// its entry into busy mode (reader only): when it moved on, another
-	// connection was served meanwhile.
+	busy bool    // reader only: in busy mode, holding a slot
+	buf  *[]byte // reader only: the slot's receive buffer
+	// seen is loopReads after this connection's last loop read or its
+	// entry into busy mode (reader only: the loop, or the busy goroutine):
+	// when it moved on, another connection was served meanwhile.
 	seen  uint64
-	alone bool // reader only: no other polled read since our previous one
+	alone bool // reader only: no other loop read since our previous one
 }
 
 // busyIdle is how long a busy connection's blocking receive waits before
-// the connection returns to polled mode: far longer than an `ip -batch`
+// the connection returns to a loop: far longer than an `ip -batch`
 // takes between two lines, far shorter than anything a user notices as a
 // thread kept.
 var busyIdle = 20 * time.Millisecond
 
 // busySlots bounds the connections in busy mode at once: GOMAXPROCS-1 (at
-// least 1), so that one P is always left to the netpoller and to the
-// connections it serves. A slot is a receive buffer, made on first use
+// least 1), so that one P is always left to the loops and to the
+// connections they serve. A slot is a receive buffer, made on first use
 // and kept: the pooled ones go with every collection, and a fresh 1 MiB
 // buffer is cleared page by page (measured: 2% of a busy server's time).
 var busySlots = func() chan *[]byte {
@@ -84,12 +80,11 @@ var busySlots = func() chan *[]byte {
 	return ch
 }()
 
-// busyThreads counts the connections in busy mode; busyReads and
-// polledReads the datagrams read in each mode (for tests).
+// busyThreads counts the connections in busy mode; busyReads the
+// datagrams read in busy mode (loopReads those read by the loops).
 var (
 	busyThreads atomic.Int64
 	busyReads   atomic.Uint64
-	polledReads atomic.Uint64
 	// busyYields counts the busy readers that left busy mode because
 	// another connection was served (not by their idle timeout).
 	busyYields atomic.Uint64
@@ -99,9 +94,9 @@ var (
 var errIdle = errors.New("nlemu: idle")
 
 // takeOver makes the server's end of uc a descriptor of its own, out of the
-// netpoller (closing uc, which removes it from the epoll set: otherwise each
-// datagram the client sends would also wake a netpoller thread), in
-// polled mode.
+// netpoller (closing uc, which removes it from the netpoller's epoll set:
+// otherwise each datagram the client sends would also wake a netpoller
+// thread), blocking, with busy mode's receive timeout.
 func takeOver(uc *net.UnixConn) (*fdConn, error) {
 	raw, err := uc.SyscallConn()
 	if err != nil {
@@ -123,10 +118,6 @@ func takeOver(uc *net.UnixConn) (*fdConn, error) {
 	}
 	tv := unix.NsecToTimeval(busyIdle.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	if err := t.enterPolled(); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -166,15 +157,11 @@ func (t *fdConn) pollable(name string) (*os.File, syscall.RawConn, error) {
 	return f, rc, nil
 }
 
-// enterPolled puts the reader in polled mode.
-func (t *fdConn) enterPolled() error {
-	f, rc, err := t.pollable("nlemu-client")
-	if err != nil {
-		return err
-	}
-	t.poll, t.pollRC = f, rc
-	t.leaveBusy()
-	return nil
+// noteRead records a loop read, the n-th of all loops: alone when no
+// other connection was read since this one's previous read.
+func (t *fdConn) noteRead(n uint64) {
+	t.alone = t.seen != 0 && n == t.seen+1
+	t.seen = n
 }
 
 // leaveBusy gives the busy slot back, if held.
@@ -187,64 +174,64 @@ func (t *fdConn) leaveBusy() {
 	}
 }
 
-// afterRequest picks the mode for the next read: busy mode for a
-// connection served alone, polled once others are served too.
-func (t *fdConn) afterRequest() {
+// tryBusy takes a busy slot if one is free (the caller then takes the
+// connection out of its loop).
+func (t *fdConn) tryBusy() bool {
 	if t.busy {
-		if polledReads.Load() != t.seen {
-			busyYields.Add(1)
-			t.enterPolled()
-		}
-		return
-	}
-	if t.alone {
-		t.tryBusy()
-	}
-}
-
-// tryBusy puts the reader in busy mode if a slot is free (the reader's
-// pollable descriptor is closed: it leaves the epoll set).
-func (t *fdConn) tryBusy() {
-	if t.busy {
-		return
+		return true
 	}
 	select {
 	case t.buf = <-busySlots:
 	default:
-		return
+		return false
 	}
 	if t.buf == nil {
 		b := make([]byte, maxDatagram)
 		t.buf = &b
 	}
 	t.busy = true
-	t.seen = polledReads.Load()
+	t.seen = loopReads.Load()
 	busyThreads.Add(1)
-	t.poll.Close()
-	t.poll, t.pollRC = nil, nil
+	return true
 }
 
-// read returns the next datagram from the client, in either mode, as
-// readDatagram does: (nil, nil) at end of stream, errTooBig for one larger
-// than maxDatagram.
-func (t *fdConn) read() ([]byte, error) {
+// runBusy is busy mode's reader (the connection is in no loop): it answers
+// requests from its blocking receive until another connection is served
+// or the client goes quiet for busyIdle, then gives the connection back to
+// a loop.
+func (lc *loopConn) runBusy() {
+	t := lc.t
 	for {
-		if !t.busy {
-			b, err := readDatagram(t.pollRC)
-			n := polledReads.Add(1)
-			t.alone = t.seen != 0 && n == t.seen+1
-			t.seen = n
-			return b, err
-		}
 		b, err := t.recvBusy()
-		if err != errIdle {
-			busyReads.Add(1)
-			return b, err
+		if err == errIdle {
+			break
 		}
-		if err := t.enterPolled(); err != nil {
-			return nil, err
+		busyReads.Add(1)
+		if err == errTooBig {
+			lc.c.q.fail(syscall.EMSGSIZE)
+			if !lc.w.drain() {
+				lc.finish()
+				return
+			}
+			continue
+		}
+		if err != nil || b == nil {
+			lc.finish()
+			return
+		}
+		// Answered from this goroutine, which may wait: a journal's
+		// fsync blocks no loop.
+		if !lc.answer(b) {
+			lc.finish()
+			return
+		}
+		if loopReads.Load() != t.seen {
+			busyYields.Add(1)
+			break
 		}
 	}
+	t.leaveBusy()
+	lc.resume()
 }
 
 // recvBusy is the busy mode's blocking receive: one recvfrom(2) that waits
@@ -323,7 +310,7 @@ func (t *fdConn) outq() (int, bool) {
 }
 
 // hangup ends the connection's reads and writes (Server.Close): a blocked
-// receive returns end of stream, a polled one wakes.
+// receive returns end of stream, and so does the loop's next read.
 func (t *fdConn) hangup() {
 	t.mu.Lock()
 	if !t.closed {
@@ -335,10 +322,6 @@ func (t *fdConn) hangup() {
 // close releases the descriptors and the busy slot; only once the reader
 // and every writer are done.
 func (t *fdConn) close() {
-	if t.poll != nil {
-		t.poll.Close()
-		t.poll, t.pollRC = nil, nil
-	}
 	t.leaveBusy()
 	t.mu.Lock()
 	if !t.closed {

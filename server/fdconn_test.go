@@ -99,7 +99,7 @@ func TestUnixBatchClientIsServedInBusyMode(t *testing.T) {
 	waitIdle(t)
 	c := dialTest(t, sock)
 	defer c.Close()
-	busy0, polled0 := busyReads.Load(), polledReads.Load()
+	busy0, polled0 := busyReads.Load(), loopReads.Load()
 	const n = 200
 	for i := uint32(0); i < n; i++ {
 		got, err := roundTrip(c, ruleRequest(i, 100))
@@ -110,7 +110,7 @@ func TestUnixBatchClientIsServedInBusyMode(t *testing.T) {
 			t.Fatalf("request %d: %v, want %v", i, got, want)
 		}
 	}
-	if b, p := busyReads.Load()-busy0, polledReads.Load()-polled0; b < n-2 || p > 2 {
+	if b, p := busyReads.Load()-busy0, loopReads.Load()-polled0; b < n-2 || p > 2 {
 		t.Errorf("%d requests: %d read in busy mode, %d polled; want at least %d busy, at most 2 polled", n, b, p, n-2)
 	}
 	waitIdle(t)
@@ -322,7 +322,7 @@ func TestUnixSlowReaderDumpWhileBusy(t *testing.T) {
 func TestUnixModeSwitchesUnderLoad(t *testing.T) {
 	_, sock := listenTest(t)
 	waitIdle(t)
-	busy0, polled0 := busyReads.Load(), polledReads.Load()
+	busy0, polled0 := busyReads.Load(), loopReads.Load()
 	const clients, bursts, burst = 12, 4, 60
 	var wg sync.WaitGroup
 	for k := 0; k < clients; k++ {
@@ -356,7 +356,7 @@ func TestUnixModeSwitchesUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	waitIdle(t)
-	t.Logf("under load: busy %d, polled %d", busyReads.Load()-busy0, polledReads.Load()-polled0)
+	t.Logf("under load: busy %d, polled %d", busyReads.Load()-busy0, loopReads.Load()-polled0)
 	c := dialTest(t, sock)
 	defer c.Close()
 	busy0 = busyReads.Load()

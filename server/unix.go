@@ -61,12 +61,18 @@ func (l *Listener) serve() {
 	}
 }
 
-// serveUnix runs one client connection: the HELLO handshake, then a reader
-// that handles datagrams in order and a writer that drains the receive
-// queue into the socket.
+// serveUnix runs one client connection's HELLO handshake, then gives the
+// connection to an event loop (loop.go), which reads and answers its
+// requests in order, and starts its writer, which drains into the socket
+// what its receive queue gets without a request.
 func (s *Server) serveUnix(uc *net.UnixConn) {
-	defer uc.Close()
-	defer s.leaveConn(uc) // the slot refuseConn gave (limits.go)
+	handed := false
+	defer func() {
+		if !handed {
+			uc.Close()
+			s.leaveConn(uc) // the slot refuseConn gave (limits.go)
+		}
+	}()
 	raw, err := uc.SyscallConn()
 	if err != nil {
 		return
@@ -123,54 +129,26 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 	// receive queue (and its ENOBUFS) decides, not the AF_UNIX buffer.
 	uc.SetWriteBuffer(serverSndbuf)
 	// From here on the connection is a descriptor of its own, out of the
-	// netpoller while busy (fdconn.go).
+	// netpoller (fdconn.go).
 	t, err := takeOver(uc)
 	if err != nil {
 		c.close()
 		return
 	}
-	// Server.Close hangs up on the client, ending the reader below.
+	// Server.Close hangs up on the client, ending the connection's reads.
 	c.onClose(t.hangup)
 	w := &unixWriter{c: c, t: t}
-	stopWatch := w.watch()
-	writerDone := make(chan struct{})
+	lc := &loopConn{s: s, c: c, t: t, w: w, uc: uc, writerDone: make(chan struct{})}
+	lc.stopWatch = w.watch()
 	go func() {
 		// Delivers what arrives without a request: notifications, and the
 		// rest of a dump the reader keeps draining.
-		defer close(writerDone)
+		defer close(lc.writerDone)
 		for c.q.wait() && w.drain() {
 		}
 	}()
-	for {
-		b, err := t.read()
-		if err == errTooBig {
-			c.q.fail(syscall.EMSGSIZE)
-			if !w.drain() {
-				break
-			}
-			continue
-		}
-		if err != nil || b == nil {
-			break
-		}
-		// Answer from this goroutine: a reply goes out without waking
-		// the writer.
-		c.q.hold()
-		c.handle(b)
-		ok := w.drain()
-		c.q.release()
-		if !ok {
-			break
-		}
-		// A connection that sends a request is likely to send the next
-		// one at once (ip -batch): wait for it in busy mode if it is
-		// served alone (fdconn.go).
-		t.afterRequest()
-	}
-	c.close()
-	<-writerDone
-	stopWatch()
-	t.close()
+	handed = true
+	lc.resume()
 }
 
 // unixWriter moves a connection's queued datagrams into its socket; the

@@ -1,0 +1,346 @@
+package server
+
+import (
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// The event loops serve every connection after its handshake that is not
+// in busy mode (fdconn.go): a small fixed set of OS threads, each with its
+// own epoll set, receive buffer and event array. A connection's descriptor
+// is registered (level-triggered EPOLLIN|EPOLLRDHUP) in exactly one loop,
+// so only that thread reads it and requests are answered in order without
+// EPOLLONESHOT re-arms. Per request the loop makes one recvfrom(2) and one
+// sendto(2), plus a share of one epoll_wait(2) with every connection ready
+// at that moment: no goroutine hand-off, no netpoller, no futex (the Go
+// netpoller's reader-goroutine design cost about 6 system calls and two
+// goroutine switches per request with 1,024 parallel `ip -batch`).
+//
+// A loop thread never waits for one client: writes are non-blocking (a
+// full socket leaves the datagram queued for the connection's writer
+// goroutine and its write-space watch), and a request that may wait for
+// long (a change that the journal makes durable before its ACK,
+// administration) is answered on a goroutine of its own while the
+// connection is out of the loop, so that its next request is read only
+// after it (loopConn.handOff).
+
+// evloop is one event-loop thread's state.
+type evloop struct {
+	epfd int
+	// mu guards slots and free: registration happens on any goroutine,
+	// lookups on the loop thread.
+	mu    sync.Mutex
+	slots []loopSlot
+	free  []int32
+	// conns counts the registered connections (least-loaded placement).
+	conns atomic.Int64
+}
+
+// loopSlot is a registration: the connection and a generation, so that an
+// event returned for a slot since reused is recognized and skipped.
+type loopSlot struct {
+	lc  *loopConn
+	gen uint32
+}
+
+// loopConn is a connection served after its handshake: its socket, its
+// writer and what ends it.
+type loopConn struct {
+	s          *Server
+	c          *conn
+	t          *fdConn
+	w          *unixWriter
+	stopWatch  func()
+	writerDone chan struct{}
+	uc         *net.UnixConn // the listener's handle of the connection (leaveConn)
+	// onLoop is the loop holding the registration, slot and gen its
+	// place there (set by add, cleared by remove; loop thread or owner).
+	onLoop *evloop
+	slot   int32
+	gen    uint32
+}
+
+// loopCount is the number of event loops: NLEMU_LOOPS when set (1 to 64),
+// else defaultLoops. Read once, at the first connection.
+func loopCount() int {
+	if v, err := strconv.Atoi(os.Getenv("NLEMU_LOOPS")); err == nil && v >= 1 && v <= 64 {
+		return v
+	}
+	return defaultLoops
+}
+
+// defaultLoops: one loop thread (measured against GOMAXPROCS loops with
+// 128-1,024 parallel `ip -batch`, docs/PROTOCOL.md).
+const defaultLoops = 1
+
+var (
+	loopsOnce sync.Once
+	loops     []*evloop
+	loopsErr  error
+	// loopReads counts the datagrams read by every loop (for tests and
+	// for busy mode's "served alone" test, fdconn.go).
+	loopReads atomic.Uint64
+	// loopHandOffs counts the requests answered on a goroutine of their
+	// own because they may wait (for tests).
+	loopHandOffs atomic.Uint64
+)
+
+// startLoops starts the process's event loops on first use; they live as
+// long as the process (each is an epoll descriptor and a locked thread
+// blocked in epoll_wait while idle).
+func startLoops() ([]*evloop, error) {
+	loopsOnce.Do(func() {
+		n := loopCount()
+		for range n {
+			fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+			if err != nil {
+				loopsErr = err
+				return
+			}
+			l := &evloop{epfd: fd}
+			loops = append(loops, l)
+		}
+		for _, l := range loops {
+			go l.run()
+		}
+	})
+	return loops, loopsErr
+}
+
+// pickLoop is the least-loaded loop.
+func pickLoop() (*evloop, error) {
+	ls, err := startLoops()
+	if err != nil {
+		return nil, err
+	}
+	best := ls[0]
+	for _, l := range ls[1:] {
+		if l.conns.Load() < best.conns.Load() {
+			best = l
+		}
+	}
+	return best, nil
+}
+
+// add registers lc with the loop: from now on only this loop reads it.
+func (l *evloop) add(lc *loopConn) error {
+	l.mu.Lock()
+	var slot int32
+	if n := len(l.free); n > 0 {
+		slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		slot = int32(len(l.slots))
+		l.slots = append(l.slots, loopSlot{})
+	}
+	s := &l.slots[slot]
+	s.gen++
+	s.lc = lc
+	lc.onLoop, lc.slot, lc.gen = l, slot, s.gen
+	// From the moment it is in the epoll set the loop owns lc: nothing of
+	// it is read here after that.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: slot, Pad: int32(s.gen)}
+	fd := lc.t.fd
+	l.mu.Unlock()
+	l.conns.Add(1)
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		l.release(lc)
+		return err
+	}
+	return nil
+}
+
+// remove takes lc out of the loop (called by the loop thread, or by
+// whoever owns lc while it is out of the loop's reach); the descriptor
+// leaves the epoll set before anything may close it.
+func (l *evloop) remove(lc *loopConn) {
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, lc.t.fd, nil)
+	l.release(lc)
+}
+
+func (l *evloop) release(lc *loopConn) {
+	l.mu.Lock()
+	s := &l.slots[lc.slot]
+	if s.lc == lc && s.gen == lc.gen {
+		s.lc = nil
+		l.free = append(l.free, lc.slot)
+	}
+	lc.onLoop = nil
+	l.mu.Unlock()
+	l.conns.Add(-1)
+}
+
+// lookup is the connection of an event, nil when the slot was reused or
+// freed since the event was reported.
+func (l *evloop) lookup(slot int32, gen uint32) *loopConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if int(slot) >= len(l.slots) {
+		return nil
+	}
+	s := l.slots[slot]
+	if s.gen != gen {
+		return nil
+	}
+	return s.lc
+}
+
+// loopEvents is the size of a loop's event array: with a thousand busy
+// clients one epoll_wait returns dozens at once.
+const loopEvents = 256
+
+// run is the loop: wait for ready connections, and read and answer one
+// datagram of each in turn (one per connection per round, so that a client
+// that pipelines cannot starve the others).
+func (l *evloop) run() {
+	// The loop keeps one OS thread, so that the client's send wakes a
+	// thread that is already the one to run (no goroutine hand-off).
+	runtime.LockOSThread()
+	buf := make([]byte, maxDatagram)
+	events := make([]unix.EpollEvent, loopEvents)
+	for {
+		// Blocking, through syscall.Syscall6 (unix.EpollWait), so that the
+		// runtime can hand off the P while the thread sleeps: a raw
+		// syscall would stall the garbage collector's stop-the-world.
+		n, err := unix.EpollWait(l.epfd, events, -1)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			panic("nlemu: epoll_wait: " + err.Error())
+		}
+		for i := range n {
+			lc := l.lookup(events[i].Fd, uint32(events[i].Pad))
+			if lc == nil {
+				continue
+			}
+			l.serveOne(lc, buf)
+		}
+	}
+}
+
+// serveOne reads one datagram of lc and answers it, as the reader of a
+// busy connection does (fdconn.go), on the loop thread.
+func (l *evloop) serveOne(lc *loopConn, buf []byte) {
+	n, e := recvDontWait(lc.t.fd, buf)
+	switch {
+	case e == unix.EAGAIN || e == unix.EINTR:
+		// Level-triggered: still ready means reported again.
+		return
+	case e != 0 || n == 0:
+		// End of stream (a zero-length read on SEQPACKET) or an error.
+		l.remove(lc)
+		go lc.finish()
+		return
+	case n > len(buf):
+		// MSG_TRUNC reported the real length: dropped, EMSGSIZE next.
+		lc.c.q.fail(syscall.EMSGSIZE)
+		if !lc.w.drain() {
+			l.remove(lc)
+			go lc.finish()
+		}
+		return
+	}
+	b := append([]byte(nil), buf[:n]...)
+	lc.t.noteRead(loopReads.Add(1))
+	if lc.mayWait(b) {
+		loopHandOffs.Add(1)
+		l.remove(lc)
+		go lc.handOff(b)
+		return
+	}
+	if !lc.answer(b) {
+		l.remove(lc)
+		go lc.finish()
+		return
+	}
+	if lc.t.alone && lc.t.tryBusy() {
+		l.remove(lc)
+		go lc.runBusy()
+	}
+}
+
+// recvDontWait is one non-blocking recvfrom(MSG_DONTWAIT|MSG_TRUNC): the
+// datagram's real length even when it did not fit. Raw: it never blocks.
+func recvDontWait(fd int, buf []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
+	return int(n), e
+}
+
+// answer handles request b and writes what it caused, before the next
+// request is read: the reply goes out without waking the writer
+// goroutine. False when the connection is gone.
+func (lc *loopConn) answer(b []byte) bool {
+	c := lc.c
+	c.q.hold()
+	c.handle(b)
+	ok := lc.w.drain()
+	c.q.release()
+	return ok
+}
+
+// mayWait reports whether datagram b holds a request that may wait for
+// long before it is answered: with a journal (`--state`) every change
+// waits for its record to be durable (Journal.Apply); administration
+// (namespace add and delete, their journal records, stats) takes the
+// namespace manager's locks. A loop thread must not wait for either.
+func (lc *loopConn) mayWait(b []byte) bool {
+	journal := lc.s.journal != nil
+	for len(b) >= rtnl.NLMSG_HDRLEN {
+		l := int(ne.Uint32(b))
+		typ := ne.Uint16(b[4:])
+		switch {
+		case typ >= rtnl.NLEMU_NETNS_ADD && typ <= rtnl.NLEMU_CTRL_MAX:
+			return true
+		case journal && typ >= rtnl.NLMSG_MIN_TYPE && typ <= rtnl.RTM_MAX && (typ-16)&3 != 2:
+			return true // mutates(), without the family check
+		}
+		l = (l + 3) &^ 3
+		if l < rtnl.NLMSG_HDRLEN || l >= len(b) {
+			break
+		}
+		b = b[l:]
+	}
+	return false
+}
+
+// handOff answers b on this goroutine, with lc out of every loop (its next
+// request waits in the socket), then gives lc back to a loop.
+func (lc *loopConn) handOff(b []byte) {
+	if !lc.answer(b) {
+		lc.finish()
+		return
+	}
+	lc.resume()
+}
+
+// resume registers lc with a loop again (after a hand-off or busy mode).
+func (lc *loopConn) resume() {
+	l, err := pickLoop()
+	if err == nil {
+		err = l.add(lc)
+	}
+	if err != nil {
+		lc.finish()
+	}
+}
+
+// finish ends a connection that no loop holds: the socket leaves its
+// namespace, the writer and the watch stop, the descriptor is closed.
+func (lc *loopConn) finish() {
+	lc.c.close()
+	<-lc.writerDone
+	lc.stopWatch()
+	lc.t.close()
+	lc.s.leaveConn(lc.uc)
+}
