@@ -22,3 +22,5 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 )
+
+replace github.com/gaissmai/bart => ./third_party/bart
