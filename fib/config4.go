@@ -144,9 +144,6 @@ func (c *Config) build4(env Env) (Route, *rtnl.Error) {
 		// No nexthop objects exist in nlemu (nexthop_find_by_id()).
 		return r, einval("Nexthop id does not exist")
 	}
-	if encapRequested(m) {
-		return r, errf(syscall.EOPNOTSUPP, "lwt encapsulation type not supported")
-	}
 	if m.Has(rtnl.RTA_MULTIPATH) {
 		// fib_count_nexthops().
 		if m.MultipathRest > 0 {
@@ -171,14 +168,26 @@ func (c *Config) build4(env Env) (Route, *rtnl.Error) {
 		}
 		r.Nexthops = hops
 	} else {
-		r.Nexthops = []Nexthop{{Gateway: c.Gateway, Dev: c.Oif, Weight: 1, Flags: uint8(m.Flags), Realm: c.Flow}}
+		// fib_nh_init() → fib_nh_common_init(): the lwtunnel state, for
+		// every route type (a reject route's bad RTA_ENCAP fails too).
+		encap, err := msgEncap(m)
+		if err != nil {
+			return r, err
+		}
+		r.Nexthops = []Nexthop{{Gateway: c.Gateway, Dev: c.Oif, Weight: 1, Flags: uint8(m.Flags), Realm: c.Flow, Encap: encap}}
 	}
 	if fibProps[m.Type].err != 0 {
 		if c.Gateway.IsValid() || c.Oif != 0 || m.Has(rtnl.RTA_MULTIPATH) {
 			return r, einval("Gateway, device and multipath can not be specified for this route type")
 		}
 		// A reject route has no nexthop to dump (fib_dump_info() of a
-		// fib_info whose only nh has no device).
+		// fib_info whose only nh has no device) but its lwtunnel state:
+		// fib_nexthop_info() still dumps RTA_ENCAP (measured), so a hop
+		// without a device carries it.
+		if e := r.Nexthops[0].Encap; !e.IsZero() {
+			r.Nexthops = []Nexthop{{Weight: 1, Encap: e}}
+			return r, nil
+		}
 		r.Nexthops = nil
 		return r, nil
 	}
@@ -257,6 +266,11 @@ func (c *Config) multipath4() ([]Nexthop, *rtnl.Error) {
 			}
 			nh.Realm = h.Flow
 		}
+		encap, err := mpEncap(m, &h)
+		if err != nil {
+			return nil, err
+		}
+		nh.Encap = encap
 		hops = append(hops, nh)
 	}
 	first := hops[0]
@@ -420,20 +434,4 @@ func (env Env) addrTypeTable4(a netip.Addr, tb uint32, dev int32) uint8 {
 		return rtnl.RTN_UNICAST
 	}
 	return res.Route.Type
-}
-
-// encapRequested reports an lwtunnel encapsulation of a type the kernel
-// has built in (the others failed in Parse): nlemu stores no encapsulation
-// state, so such a route is refused as a kernel without that type would
-// refuse it.
-func encapRequested(m *rtnl.RouteMsg) bool {
-	if m.Has(rtnl.RTA_ENCAP_TYPE) && m.Has(rtnl.RTA_ENCAP) {
-		return true
-	}
-	for i := range m.Multipath {
-		if m.Multipath[i].Has(rtnl.RTA_ENCAP_TYPE) && m.Multipath[i].Has(rtnl.RTA_ENCAP) {
-			return true
-		}
-	}
-	return false
 }

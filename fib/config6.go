@@ -169,13 +169,17 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		return r, err
 	}
 	r.Metrics = metrics
-	if encapRequested(m) {
-		return r, errf(syscall.EOPNOTSUPP, "lwt encapsulation type not supported")
-	}
 	if !m.Has(rtnl.RTA_MULTIPATH) {
 		nh, err := c.nhInit6(env, r.Type)
 		if err != nil {
 			return r, err
+		}
+		if !isReject6(r.Type) {
+			// fib6_nh_init() ends with fib_nh_common_init(): the
+			// lwtunnel state (a reject route skips it).
+			if nh.Encap, err = msgEncap(m); err != nil {
+				return r, err
+			}
 		}
 		r.Flags = uint32(nh.Flags & rtnl.RTNH_F_ONLINK)
 		if err := c.checkPrefsrc6(env, nh.Dev); err != nil {
@@ -206,6 +210,11 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		if err != nil {
 			return r, err
 		}
+		if !isReject6(r.Type) {
+			if nh.Encap, err = mpEncap(m, &h); err != nil {
+				return r, err
+			}
+		}
 		if err := hc.checkPrefsrc6(env, nh.Dev); err != nil {
 			return r, err
 		}
@@ -213,7 +222,7 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		// ip6_route_info_append(): a hop given twice is EEXIST before
 		// anything is inserted.
 		for _, o := range r.Nexthops {
-			if o.Dev == nh.Dev && o.Gateway == nh.Gateway {
+			if o.Dev == nh.Dev && o.Gateway == nh.Gateway && o.Encap == nh.Encap {
 				return r, rtnl.Errno(syscall.EEXIST)
 			}
 		}

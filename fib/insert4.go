@@ -133,6 +133,9 @@ func nhMatch4(m *Match, e *Route) bool {
 		if m.Gateway.IsValid() && m.Gateway != nh.Gateway {
 			return false
 		}
+		if !m.Encap.IsZero() && m.Encap != nh.Encap {
+			return false // fib_encap_match() / lwtunnel_cmp_encap()
+		}
 		return true
 	}
 	if m.Multipath == nil {

@@ -63,7 +63,7 @@ func dupHop6(e *Route, r *Route) bool {
 		return h.Dev == 0 && !h.Gateway.IsValid()
 	}
 	for _, x := range e.Nexthops {
-		if x.Dev == h.Dev && x.Gateway == h.Gateway {
+		if x.Dev == h.Dev && x.Gateway == h.Gateway && x.Encap == h.Encap {
 			return true
 		}
 	}
@@ -101,7 +101,7 @@ func (t *Tables) insert6(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error)
 	}
 	for i := range r.Nexthops {
 		for j := range i {
-			if r.Nexthops[i].Dev == r.Nexthops[j].Dev && r.Nexthops[i].Gateway == r.Nexthops[j].Gateway {
+			if r.Nexthops[i].Dev == r.Nexthops[j].Dev && r.Nexthops[i].Gateway == r.Nexthops[j].Gateway && r.Nexthops[i].Encap == r.Nexthops[j].Encap {
 				return Change{}, rtnl.Errno(syscall.EEXIST)
 			}
 		}

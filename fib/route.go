@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/nlemu/nlemu/rtnl"
 )
 
 // Route is one route as a typed value: what a dump prints and what a
@@ -64,6 +66,9 @@ type Nexthop struct {
 	Flags uint8
 	// Realm is RTA_FLOW (IPv4 realms); 0 = none.
 	Realm uint32
+	// Encap is the hop's lightweight tunnel (RTA_ENCAP_TYPE / RTA_ENCAP);
+	// the zero value when none.
+	Encap rtnl.Encap
 }
 
 // Metrics is an immutable set of RTA_METRICS values (RTAX_* → value),
@@ -158,6 +163,9 @@ type Match struct {
 	// Metrics: each given metric must equal the stored one (IPv4
 	// fib_metrics_match()).
 	Metrics Metrics
+	// Encap: zero = any; else it must equal the first hop's (IPv4
+	// fib_encap_match(), compared with Oif and Gateway; see MatchEncap).
+	Encap rtnl.Encap
 }
 
 // Event is one change a notification reports.

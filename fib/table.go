@@ -86,6 +86,15 @@ func internKey(r *Route) string {
 		b = binary.BigEndian.AppendUint16(b, h.Weight)
 		b = append(b, h.Flags)
 		b = binary.BigEndian.AppendUint32(b, h.Realm)
+		// nh_comp(): lwtunnel_cmp_encap() of the hops.
+		if h.Encap.IsZero() {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			b = binary.BigEndian.AppendUint16(b, h.Encap.Type)
+			b = binary.BigEndian.AppendUint16(b, uint16(len(h.Encap.Attrs)))
+			b = append(b, h.Encap.Attrs...)
+		}
 	}
 	return string(b)
 }

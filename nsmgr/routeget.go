@@ -599,9 +599,17 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 		m.Set(rtnl.RTA_OIF)
 	}
 	if o.hasFIB {
-		if nh := o.res.Nexthop(); nh.Realm != 0 {
+		nh := o.res.Nexthop()
+		if nh.Realm != 0 {
 			m.Flow = nh.Realm
 			m.Set(rtnl.RTA_FLOW)
+		}
+		if !nh.Encap.IsZero() {
+			// rt_fill_info(): the dst's lwtstate (rt_set_nexthop()
+			// takes the hop's).
+			m.EncapType, m.Encap = nh.Encap.Type, []byte(nh.Encap.Attrs)
+			m.Set(rtnl.RTA_ENCAP)
+			m.Set(rtnl.RTA_ENCAP_TYPE)
 		}
 	}
 	if iif == 0 && k.Src != src {

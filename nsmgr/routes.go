@@ -170,6 +170,11 @@ func (ns *Namespace) delRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
 	if m.Has(rtnl.RTA_METRICS) {
 		base.Metrics = c.Metrics
 	}
+	if c.Family == rtnl.AF_INET && (c.Oif != 0 || c.Gateway.IsValid()) {
+		// fib_nh_match() compares the encapsulation only beside a
+		// device or gateway (fib_encap_match()).
+		base.Encap = fib.MatchEncap(m)
+	}
 	if !m.Has(rtnl.RTA_MULTIPATH) {
 		return t.Delete(base)
 	}
@@ -338,6 +343,13 @@ func fillRoute(m *rtnl.RouteMsg, r *fib.Route) {
 			m.Flow = h.Realm
 			m.Set(rtnl.RTA_FLOW)
 		}
+		if !h.Encap.IsZero() {
+			// lwtunnel_fill_encap(): RTA_ENCAP (no NLA_F_NESTED), then
+			// RTA_ENCAP_TYPE.
+			m.EncapType, m.Encap = h.Encap.Type, []byte(h.Encap.Attrs)
+			m.Set(rtnl.RTA_ENCAP)
+			m.Set(rtnl.RTA_ENCAP_TYPE)
+		}
 	default:
 		for i := range r.Nexthops {
 			h := &r.Nexthops[i]
@@ -353,6 +365,11 @@ func fillRoute(m *rtnl.RouteMsg, r *fib.Route) {
 			if h.Realm != 0 {
 				nh.Flow = h.Realm
 				nh.Set(rtnl.RTA_FLOW)
+			}
+			if !h.Encap.IsZero() {
+				nh.EncapType, nh.Encap = h.Encap.Type, []byte(h.Encap.Attrs)
+				nh.Set(rtnl.RTA_ENCAP)
+				nh.Set(rtnl.RTA_ENCAP_TYPE)
 			}
 			m.Multipath = append(m.Multipath, nh)
 		}

@@ -107,6 +107,9 @@ type Nexthop struct {
 	Flow      uint32
 	EncapType uint16
 	Encap     []byte
+	// EncapOff is the offset of the hop's RTA_ENCAP attribute from the
+	// start of the nlmsghdr (for the extack of lwtunnel_build_state()).
+	EncapOff uint32
 	// GatewayLen, ViaLen, FlowLen and EncapTypeLen are the payload lengths
 	// of the nested attributes of a request (for the kernel's length
 	// checks).
@@ -684,7 +687,7 @@ func decodeMultipath(fam uint8, b []byte, base uint32) ([]Nexthop, int) {
 					h.EncapType = ne.Uint16(a.data)
 				}
 			case RTA_ENCAP:
-				h.Encap = a.data
+				h.Encap, h.EncapOff = a.data, a.off
 			default:
 				continue
 			}
