@@ -14,10 +14,18 @@ import (
 // handler that does nothing: what the journal alone costs per change,
 // and how many changes share a write.
 func BenchmarkApplyParallel(b *testing.B) {
-	for _, p := range []int{1, 64, 512} {
-		b.Run(fmt.Sprintf("clients=%d", p), func(b *testing.B) {
+	for _, pol := range []Policy{Interval, None, Group} {
+		for _, p := range []int{1, 64, 512} {
+			b.Run(fmt.Sprintf("fsync=%s/clients=%d", pol, p), func(b *testing.B) { benchApply(b, pol, p) })
+		}
+	}
+}
+
+func benchApply(b *testing.B, pol Policy, p int) {
+	{
+		{
 			m := nsmgr.NewManager(&rtnl.LockConfig{})
-			j, _, err := Open(b.TempDir(), m, Options{})
+			j, _, err := Open(b.TempDir(), m, Options{Fsync: pol})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -48,6 +56,6 @@ func BenchmarkApplyParallel(b *testing.B) {
 			b.StopTimer()
 			st := j.Stats()
 			b.ReportMetric(float64(st.Records-before.Records)/float64(max(st.Batches-before.Batches, 1)), "records/write")
-		})
+		}
 	}
 }

@@ -76,6 +76,19 @@ func (f osFile) Allocate(off, n int64) error {
 	return unix.Fdatasync(int(f.Fd()))
 }
 
+// mapper is a File that can be mapped MAP_SHARED (osFile): the leader
+// policies store records into the mapping instead of writing them.
+type mapper interface {
+	// Map maps the file's first length bytes (which may run past its end:
+	// only the bytes below it may be touched) for reading and writing.
+	Map(length int64) ([]byte, error)
+}
+
+// Map implements mapper.
+func (f osFile) Map(length int64) ([]byte, error) {
+	return unix.Mmap(int(f.Fd()), 0, int(length), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
+
 func (d DirFS) path(name string) string { return filepath.Join(string(d), name) }
 
 // Create implements FS.

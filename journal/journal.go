@@ -43,9 +43,21 @@ const (
 	// Always: one write and one fdatasync per record, in order.
 	Always
 	// None: the ACK waits until the record is written to the OS (it
-	// survives the server's crash, not the machine's).
+	// survives the server's crash, not the machine's); nothing syncs it
+	// but a rotation and Close.
 	None
+	// Interval (the default of `nlemu serve --state`): the ACK waits until
+	// the record is written to the OS, as under None, and a background
+	// flusher fdatasyncs every Options.Interval whatever was written
+	// meanwhile, so a crash of the machine loses at most the changes of
+	// the last interval (Redis's appendfsync everysec, MongoDB's journal
+	// commit interval).
+	Interval
 )
+
+// DefaultInterval is Interval's period unless Options.Interval says
+// otherwise (`nlemu serve --fsync-interval`).
+const DefaultInterval = 10 * time.Millisecond
 
 func (p Policy) String() string {
 	switch p {
@@ -53,13 +65,15 @@ func (p Policy) String() string {
 		return "always"
 	case None:
 		return "none"
+	case Interval:
+		return "interval"
 	}
 	return "group"
 }
 
 // ParsePolicy parses a --fsync value.
 func ParsePolicy(s string) (Policy, bool) {
-	for _, p := range []Policy{Group, Always, None} {
+	for _, p := range []Policy{Interval, Group, Always, None} {
 		if p.String() == s {
 			return p, true
 		}
@@ -70,6 +84,9 @@ func ParsePolicy(s string) (Policy, bool) {
 // Options configure a Journal.
 type Options struct {
 	Fsync Policy
+	// Interval is the period of the flusher's fdatasync under Interval
+	// (default DefaultInterval).
+	Interval time.Duration
 	// RotateBytes starts a new journal file once the current one is this
 	// large (default 64 MiB); the closed files are compacted into the
 	// snapshot once they are as large as it.
@@ -82,6 +99,8 @@ type Options struct {
 
 	allocChunk int64 // fallocate step (tests make it small)
 	syncDepth  int   // fdatasyncs in flight at once (default 4; tests make it 1)
+	// ticks, when set, replaces the flusher's ticker (tests step it).
+	ticks <-chan time.Time
 }
 
 const (
@@ -143,6 +162,9 @@ type Stats struct {
 	Records uint64 // records appended since Open
 	Batches uint64 // writes (each followed by an fdatasync under Group and Always)
 	Bytes   uint64 // bytes written
+	// Syncs counts the fdatasyncs of records (under Interval the
+	// flusher's, under Group and Always one per write).
+	Syncs uint64
 	// Compactions counts snapshots written.
 	Compactions uint64
 	// SyncTime is the time spent in fdatasyncs, summed (up to syncDepth
@@ -188,6 +210,26 @@ type Journal struct {
 	lanes     []File   // guarded by mu
 	freeLanes []int    // guarded by mu
 
+	// The leader path (Interval and None: the ACK waits for the write
+	// only). Records go into open, the group being filled; whichever
+	// waiter takes token (the right to write) writes the whole open group
+	// with one write and releases its waiters, so that no goroutine is
+	// handed a record and nobody is woken when there is no write running.
+	leader bool
+	mapped []byte        // guarded by mu: the current file's mapping, if any (storeMapped)
+	open   *batch        // guarded by mu: the group being filled
+	token  chan struct{} // holds the right to write when nobody writes
+	// The flusher (flush) fdatasyncs under Interval; the allocator
+	// allocates room ahead under both. flushing and allocating are set
+	// while they use the current file (a rotation waits for them).
+	flushing   bool          // guarded by mu
+	allocating bool          // guarded by mu
+	syncedSeq  uint64        // guarded by mu: the last record an fdatasync covered
+	kick       chan struct{} // asks the allocator to allocate room ahead
+	stopFlush  chan struct{} // stops the flusher and the allocator
+	flushDone  chan struct{}
+	allocDone  chan struct{}
+
 	lock       *os.File    // DIR/lock, flocked while the journal is open
 	compactCh  chan uint64 // journals below the number sent may be compacted
 	commitDone chan struct{}
@@ -225,9 +267,17 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
+	if opt.Interval <= 0 {
+		opt.Interval = DefaultInterval
+	}
 	j := &Journal{fs: opt.FS, opt: opt, mgr: mgr, compactCh: make(chan uint64, 1), nextNS: 1,
 		commitDone: make(chan struct{}), compactEnd: make(chan struct{})}
 	j.cond = sync.NewCond(&j.mu)
+	j.leader = opt.Fsync == Interval || opt.Fsync == None
+	j.token = make(chan struct{}, 1)
+	j.token <- struct{}{}
+	j.kick = make(chan struct{}, 1)
+	j.stopFlush, j.flushDone, j.allocDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	def, _ := mgr.Get(nsmgr.DefaultName)
 	j.ents.Store(def, &entry{id: 0})
 	j.lock = lock
@@ -239,7 +289,17 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 		return nil, nil, err
 	}
 	mgr.SetJournal(j)
-	go j.commit()
+	j.syncedSeq = j.lastWritten
+	if j.leader {
+		j.mapCur()
+		close(j.commitDone)
+		go j.flush()
+		go j.allocator()
+	} else {
+		close(j.flushDone)
+		close(j.allocDone)
+		go j.commit()
+	}
 	go j.compactor()
 	if !rs.seeded {
 		// A fresh state: seed the default namespace, which existed
@@ -250,7 +310,7 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 		n := int64(recordSize(len(seed)))
 		err := j.reserve(n)
 		if err == nil {
-			err = j.append(record{Kind: kindSeed, Payload: seed[:]}, n).wait()
+			err = j.await(j.append(record{Kind: kindSeed, Payload: seed[:]}, n))
 		}
 		if err != nil {
 			j.Close()
@@ -303,7 +363,7 @@ func (j *Journal) Apply(ns *nsmgr.Namespace, m *rtnl.Message, strict bool, do fu
 	}
 	b := j.append(record{Kind: kindRequest, Flags: flags, NSID: e.id, Payload: raw}, n)
 	e.mu.Unlock()
-	if err := b.wait(); err != nil {
+	if err := j.await(b); err != nil {
 		return rtnl.Errno(errnoOf(err))
 	}
 	return res
@@ -325,7 +385,7 @@ func (j *Journal) Added(ns *nsmgr.Namespace) (func() error, error) {
 	j.mu.Unlock()
 	j.ents.Store(ns, &entry{id: id})
 	b := j.append(record{Kind: kindNetnsAdd, NSID: id, Payload: payload}, n)
-	return b.wait, nil
+	return func() error { return j.await(b) }, nil
 }
 
 // Deleted implements nsmgr.NamespaceJournal.
@@ -344,7 +404,7 @@ func (j *Journal) Deleted(ns *nsmgr.Namespace) (func() error, error) {
 	e.deleted = true
 	j.ents.Delete(ns)
 	b := j.append(record{Kind: kindNetnsDel, NSID: e.id}, n)
-	return b.wait, nil
+	return func() error { return j.await(b) }, nil
 }
 
 // Ephemeral records that namespace ns lives only while it has sockets
@@ -369,7 +429,7 @@ func (j *Journal) Ephemeral(ns *nsmgr.Namespace) error {
 	}
 	b := j.append(record{Kind: kindEphemeral, NSID: e.id}, n)
 	e.mu.Unlock()
-	return b.wait()
+	return j.await(b)
 }
 
 // errnoOf is the errno a client is told for a journal failure.
@@ -418,16 +478,20 @@ func (j *Journal) append(r record, n int64) *batch {
 	j.used += n
 	j.seq++
 	r.Seq = j.seq
+	if j.mapped != nil && j.storeMapped(r, n) {
+		return writtenBatch
+	}
 	var b *batch
-	if k := len(j.queue); k > 0 && j.opt.Fsync != Always && len(j.queue[k-1].buf) < maxBatch {
+	switch k := len(j.queue); {
+	case j.leader && j.open != nil:
+		b = j.open
+	case j.leader:
+		b = j.newBatch()
+		j.open = b
+	case k > 0 && j.opt.Fsync != Always && len(j.queue[k-1].buf) < maxBatch:
 		b = j.queue[k-1]
-	} else {
-		b = &batch{done: make(chan struct{})}
-		if k := len(j.spare); k > 0 {
-			b.buf, j.spare = j.spare[k-1][:0], j.spare[:k-1]
-		} else {
-			b.buf = make([]byte, 0, batchCap)
-		}
+	default:
+		b = j.newBatch()
 		j.queue = append(j.queue, b)
 		j.cond.Signal()
 	}
@@ -435,6 +499,18 @@ func (j *Journal) append(r record, n int64) *batch {
 	b.last = r.Seq
 	b.n++
 	j.stats.Records++
+	return b
+}
+
+// newBatch returns an empty batch with a buffer, reused if one is spare.
+// Called with mu held.
+func (j *Journal) newBatch() *batch {
+	b := &batch{done: make(chan struct{})}
+	if k := len(j.spare); k > 0 {
+		b.buf, j.spare = j.spare[k-1][:0], j.spare[:k-1]
+	} else {
+		b.buf = make([]byte, 0, batchCap)
+	}
 	return b
 }
 
@@ -545,6 +621,7 @@ func (j *Journal) sync(b *batch, f File) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.stats.SyncTime += took
+	j.stats.Syncs++
 	j.freeLanes = append(j.freeLanes, b.lane)
 	if err != nil {
 		j.fail(err, j.cur, b.off)
@@ -687,7 +764,11 @@ func (j *Journal) rotate() {
 	j.written = int64(len(hdr))
 	j.used = j.written + queued
 	j.alloc = need
-	if j.closedBytes >= j.snapBytes {
+	if j.mapped != nil {
+		j.unmap()
+		j.mapCur()
+	}
+	if j.closedBytes >= j.snapBytes && !j.closing { // Close closes compactCh
 		select {
 		case j.compactCh <- num:
 		default:
@@ -717,10 +798,24 @@ func (j *Journal) Close() error {
 	j.mu.Unlock()
 	j.mgr.SetJournal(nil)
 	<-j.commitDone
-	close(j.compactCh) // the committer, which sends on it, has stopped
+	if j.leader {
+		// Take the right to write for good: the last group is written
+		// here, and nobody rotates (which sends on compactCh) any more.
+		<-j.token
+		j.mu.Lock()
+		if j.open != nil {
+			j.writeOpen()
+		}
+		j.mu.Unlock()
+		close(j.stopFlush)
+	}
+	<-j.flushDone
+	<-j.allocDone
+	close(j.compactCh) // the committer or the leaders, which send on it, have stopped
 	<-j.compactEnd
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.unmap() // its dirty pages stay in the page cache for the fdatasync
 	err := j.cur.Sync()
 	j.closeLanes()
 	if cerr := j.cur.Close(); err == nil {

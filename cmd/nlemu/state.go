@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nlemu/nlemu/journal"
 	"github.com/nlemu/nlemu/loadgen"
@@ -12,26 +13,51 @@ import (
 	"github.com/nlemu/nlemu/server"
 )
 
-// stateFlags registers --state and --fsync (docs/STATE.md) on fs. The
+// fsyncUsage is --fsync's help: each policy's promise (docs/STATE.md).
+const fsyncUsage = `with --state, when a change's ACK is sent and what it survives:
+interval: once the record is written to the OS; survives a crash or SIGKILL of the server; an fdatasync every --fsync-interval covers every record written meanwhile, so a crash of the machine loses at most that interval's changes;
+group: after an fdatasync shared with concurrent changes; survives a crash of the machine;
+always: after the change's own fdatasync; survives a crash of the machine;
+none: once written to the OS; survives a crash of the server, not of the machine`
+
+// policyFlags registers --fsync and --fsync-interval on fs; the function it
+// returns parses them.
+func policyFlags(fs *flag.FlagSet) func() (journal.Policy, time.Duration, error) {
+	policy := fs.String("fsync", "interval", fsyncUsage)
+	every := fs.Duration("fsync-interval", journal.DefaultInterval, "with --fsync interval, the period of the background fdatasync: a crash of the machine loses at most the changes acknowledged within it")
+	return func() (journal.Policy, time.Duration, error) {
+		p, ok := journal.ParsePolicy(*policy)
+		if !ok {
+			return 0, 0, fmt.Errorf("--fsync must be interval, group, always or none, not %q", *policy)
+		}
+		if *every <= 0 {
+			return 0, 0, fmt.Errorf("--fsync-interval must be positive, not %v", *every)
+		}
+		return p, *every, nil
+	}
+}
+
+// stateFlags registers --state, --fsync and --fsync-interval
+// (docs/STATE.md) on fs. The
 // function it returns, called after parsing with the new server and before
 // the server listens, restores the state and installs the journal; its
 // closer flushes and closes the journal after the server has stopped.
 func stateFlags(fs *flag.FlagSet) func(s *server.Server) (closer func(), err error) {
 	dir := fs.String("state", "", "directory that keeps every acknowledged change across restarts (docs/STATE.md); empty: none")
-	policy := fs.String("fsync", "group", "with --state, when a change's ACK is sent: group (after an fdatasync shared with concurrent changes), always (one fdatasync per change), none (once written to the OS)")
+	policy := policyFlags(fs)
 	return func(s *server.Server) (func(), error) {
-		p, ok := journal.ParsePolicy(*policy)
-		if !ok {
-			return nil, fmt.Errorf("--fsync must be group, always or none, not %q", *policy)
+		p, every, err := policy()
+		if err != nil {
+			return nil, err
 		}
 		if *dir == "" {
 			return func() {}, nil
 		}
-		j, rs, err := openState(s, *dir, p)
+		j, rs, err := openState(s, *dir, p, every)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "nlemu: state %s (fsync=%s): restored %d namespaces from %d records\n", *dir, p, rs.Namespaces, rs.Records)
+		fmt.Fprintf(os.Stderr, "nlemu: state %s (fsync=%s%s): restored %d namespaces from %d records\n", *dir, p, intervalNote(p, every), rs.Namespaces, rs.Records)
 		return func() {
 			if err := j.Close(); err != nil {
 				fmt.Fprintf(os.Stderr, "nlemu: state %s: %v\n", *dir, err)
@@ -41,9 +67,9 @@ func stateFlags(fs *flag.FlagSet) func(s *server.Server) (closer func(), err err
 }
 
 // openState restores dir into s and sends s's changes through its journal.
-func openState(s *server.Server, dir string, p journal.Policy) (*journal.Journal, *journal.Restored, error) {
+func openState(s *server.Server, dir string, p journal.Policy, every time.Duration) (*journal.Journal, *journal.Restored, error) {
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "nlemu: "+format+"\n", args...) }
-	j, rs, err := journal.Open(dir, s.Namespaces(), journal.Options{Fsync: p, Logf: logf})
+	j, rs, err := journal.Open(dir, s.Namespaces(), journal.Options{Fsync: p, Interval: every, Logf: logf})
 	if err != nil {
 		return nil, nil, fmt.Errorf("state %s: %w", dir, err)
 	}
@@ -51,17 +77,25 @@ func openState(s *server.Server, dir string, p journal.Policy) (*journal.Journal
 	return j, rs, nil
 }
 
-// loadStateFlags registers --state and --fsync on `nlemu load`: each
+// intervalNote is the interval's mention after the policy's name.
+func intervalNote(p journal.Policy, every time.Duration) string {
+	if p != journal.Interval {
+		return ""
+	}
+	return ", every " + every.String()
+}
+
+// loadStateFlags registers --state, --fsync and --fsync-interval on `nlemu load`: each
 // embedded server (one per --rtnl mode) keeps its state in DIR/rtnl-MODE,
 // which must not exist yet, so the load pays what `nlemu serve --state`
 // pays for every change. The journal's counters are printed at the end.
 func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
 	dir := fs.String("state", "", "keep each embedded server's state in DIR/rtnl-MODE (a fresh directory), to measure what nlemu serve --state costs")
-	policy := fs.String("fsync", "group", "with --state: group, always or none (as nlemu serve)")
+	policy := policyFlags(fs)
 	return func(cfg *loadgen.Config) error {
-		p, ok := journal.ParsePolicy(*policy)
-		if !ok {
-			return fmt.Errorf("--fsync must be group, always or none, not %q", *policy)
+		p, every, err := policy()
+		if err != nil {
+			return err
 		}
 		if *dir == "" {
 			return nil
@@ -74,7 +108,7 @@ func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
 			if _, err := os.Stat(d); err == nil {
 				return nil, fmt.Errorf("%s already holds state: remove it, or choose another --state", d)
 			}
-			j, _, err := openState(s, d, p)
+			j, _, err := openState(s, d, p, every)
 			if err != nil {
 				return nil, err
 			}
@@ -83,9 +117,13 @@ func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
 				if err := j.Close(); err != nil {
 					fmt.Fprintf(os.Stderr, "nlemu load: state %s: %v\n", d, err)
 				}
-				fmt.Fprintf(os.Stderr, "state %s (fsync=%s): %d records in %d writes (%.1f per write), %.1f MiB, %d compactions, %.2fs in fdatasync (summed: they overlap)\n",
-					d, p, st.Records, st.Batches, float64(st.Records)/float64(max(st.Batches, 1)), float64(st.Bytes)/(1<<20), st.Compactions,
-					st.SyncTime.Seconds())
+				writes := fmt.Sprintf("%d writes (%.1f per write)", st.Batches, float64(st.Records)/float64(max(st.Batches, 1)))
+				if st.Batches == 0 {
+					writes = "stored in the file's mapping" // journal.Journal.storeMapped
+				}
+				fmt.Fprintf(os.Stderr, "state %s (fsync=%s%s): %d records %s, %.1f MiB, %d compactions, %d fdatasyncs, %.2fs in fdatasync (summed: they overlap)\n",
+					d, p, intervalNote(p, every), st.Records, writes, float64(st.Bytes)/(1<<20), st.Compactions,
+					st.Syncs, st.SyncTime.Seconds())
 			}, nil
 		}
 		return nil

@@ -1,0 +1,284 @@
+package journal
+
+import (
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The leader path, for the policies whose ACK waits for the write only
+// (Interval and None): no committer goroutine. A change appends its record
+// to the open group (append) and then, in await, either finds the right to
+// write free and writes the whole open group itself with one write(2) — so
+// the common case, a change arriving while nothing is written, costs no
+// goroutine hand-off and no wake-up — or parks on its group's channel until
+// the writer of the moment (who took the group whole) closes it, or until
+// the right to write comes free and it takes it to write its group itself.
+// Groups are written in the order their records were numbered, one writer
+// at a time, and each one's waiters are released when its write returns,
+// so an acknowledged change never depends on one that was not written.
+
+// await returns once b is written (or failed), writing it if nobody else
+// is writing.
+func (j *Journal) await(b *batch) error {
+	if !j.leader || b == writtenBatch {
+		return b.wait()
+	}
+	for {
+		select {
+		case <-b.done:
+			return b.err
+		case <-j.token:
+			j.mu.Lock()
+			select {
+			case <-b.done:
+				// Written by the leader that just gave the token back.
+			default:
+				// Every holder of the token writes the open group whole
+				// before giving it back, so b, not written yet, is the
+				// open group. Let the goroutines that are ready run first
+				// (one yield): their changes join the group, parked on
+				// its channel, instead of each taking a write of its own
+				// (without it, 1.4 records per write under nlemu load
+				// --netns 512 on 2 cores: a write per change).
+				j.mu.Unlock()
+				runtime.Gosched()
+				j.mu.Lock()
+				j.writeOpen()
+			}
+			j.mu.Unlock()
+			j.token <- struct{}{}
+			return b.err
+		}
+	}
+}
+
+// writeOpen writes the open group with one write and releases its
+// waiters; then it rotates the file if it is full and asks the flusher for
+// room ahead if little is left. Called with mu and the token held; it
+// drops mu during the write, while changes append to a new open group.
+func (j *Journal) writeOpen() {
+	g := j.open
+	j.open = nil
+	j.taken += g.n
+	f, off, err := j.cur, j.written, j.failed
+	size := int64(len(g.buf))
+	if err == nil {
+		j.mu.Unlock()
+		_, err = f.WriteAt(g.buf, off)
+		j.mu.Lock()
+		if err != nil {
+			j.fail(err, f, off)
+			err = j.failed
+		}
+	}
+	if cap(g.buf) <= 2*maxBatch && len(j.spare) < 2 {
+		j.spare = append(j.spare, g.buf)
+	}
+	g.buf = nil
+	if err != nil {
+		g.err = err
+		close(g.done)
+		return
+	}
+	j.written = off + size
+	j.lastWritten = g.last
+	j.stats.Batches++
+	j.stats.Bytes += uint64(size)
+	close(g.done)
+	if j.failed == nil && j.written >= j.opt.RotateBytes {
+		// The flusher syncs and allocates on the current file's handles:
+		// let it finish before they are closed.
+		for j.flushing || j.allocating {
+			j.cond.Wait()
+		}
+		if j.failed == nil {
+			j.rotate()
+			if j.cur != f {
+				j.syncedSeq = j.lastWritten // rotate synced the old file
+			}
+		}
+	}
+	if j.alloc-(j.used+j.reserved) < j.opt.allocChunk/2 {
+		select {
+		case j.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// flush is the flusher, under Interval: every Options.Interval it
+// fdatasyncs whatever was written since the last one (one fdatasync covers
+// every record written before it started), so that a crash of the machine
+// loses at most the changes acknowledged in the last interval and the
+// fdatasync that was running. An fdatasync error is reported and fails the
+// journal: every later change is refused with the error, as after a failed
+// write; the file is not cut, since the records it holds were
+// acknowledged.
+func (j *Journal) flush() {
+	defer close(j.flushDone)
+	ticks := j.opt.ticks
+	if ticks == nil && j.opt.Fsync == Interval {
+		t := time.NewTicker(j.opt.Interval)
+		defer t.Stop()
+		ticks = t.C
+	}
+	for {
+		select {
+		case <-ticks:
+			j.syncWritten()
+		case <-j.stopFlush:
+			return
+		}
+	}
+}
+
+// allocator extends the file ahead of the records when asked (kick), for
+// both leader policies, so that neither the changes nor the flusher's
+// fdatasyncs wait for an allocation (4 MiB of zeros and their fdatasync).
+func (j *Journal) allocator() {
+	defer close(j.allocDone)
+	for {
+		select {
+		case <-j.kick:
+			j.mu.Lock()
+			j.allocating = true
+			j.allocateAhead()
+			j.allocating = false
+			j.cond.Broadcast()
+			j.mu.Unlock()
+		case <-j.stopFlush:
+			return
+		}
+	}
+}
+
+// syncWritten fdatasyncs the records written since the last fdatasync, if
+// any, on the current file's lane.
+func (j *Journal) syncWritten() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed != nil || j.lastWritten == j.syncedSeq || len(j.lanes) == 0 {
+		return
+	}
+	j.flushing = true
+	f, upto := j.lanes[0], j.lastWritten
+	j.mu.Unlock()
+	t0 := time.Now()
+	err := f.Sync()
+	took := time.Since(t0)
+	j.mu.Lock()
+	j.flushing = false
+	j.cond.Broadcast()
+	j.stats.SyncTime += took
+	j.stats.Syncs++
+	if err != nil {
+		if j.failed == nil {
+			j.failed = err
+			j.opt.Logf("journal: fdatasync: %v: changes acknowledged in the last interval may not survive a crash of the machine; every later change is refused until the server restarts", err)
+		}
+		return
+	}
+	j.syncedSeq = max(j.syncedSeq, upto)
+}
+
+// The mapped path. When the current file can be mapped (every file on
+// disk; not the tests' fault injectors), the leader policies do not write
+// records at all: append stores each one, under mu, into the file's
+// MAP_SHARED mapping, whose pages are the page cache's, so the record is in
+// the operating system — it survives a SIGKILL or a crash of the server
+// exactly as a written one does, and the flusher's fdatasync makes it
+// durable the same way — as soon as the store is done, and the change is
+// acknowledged at once: no system call, no wait and no wake-up per change.
+// Under `nlemu load --netns 512` on 2 cores the write path costs a
+// write(2) per change or a hand-off to a writer that switches every change
+// out, which interleaves the 512 namespaces' changes one at a time and
+// takes the handlers' caches with it (docs/STATE.md, Cost); the store
+// keeps each client running its changes back to back, as without --state.
+//
+// The mapping is only touched below alloc, where the file's blocks exist
+// (Allocate wrote them, zero, and synced them), so a store never needs a
+// new block: a full disk refuses the change in reserve, as on the write
+// path, instead of faulting (SIGBUS) in the store. Records are stored in
+// sequence order under mu, so a crash in the middle of one leaves it torn
+// and nothing valid after it: the restore's scan cuts exactly the change
+// that was not acknowledged.
+
+// writtenBatch is what append returns for a stored record: already done.
+var writtenBatch = func() *batch {
+	b := &batch{done: make(chan struct{})}
+	close(b.done)
+	return b
+}()
+
+// mapCur maps the current file, when it can be, for the leader policies
+// (mapper); otherwise records are written (await). Called with mu held.
+func (j *Journal) mapCur() {
+	m, ok := j.cur.(mapper)
+	if !ok {
+		return
+	}
+	n := max(j.opt.RotateBytes+2*j.opt.allocChunk, j.alloc)
+	b, err := m.Map(n)
+	if err != nil {
+		j.opt.Logf("journal: cannot map %s (%v): writing records instead", journalName(j.curNum), err)
+		return
+	}
+	j.mapped = b
+}
+
+// unmap drops the current file's mapping, if any. Its dirty pages stay in
+// the page cache, for the next fdatasync. Called with mu held.
+func (j *Journal) unmap() {
+	if j.mapped != nil {
+		unix.Munmap(j.mapped)
+		j.mapped = nil
+	}
+}
+
+// storeMapped stores record r, of n bytes and reserved, at the end of the
+// current file's mapping and reports whether it did; it remaps a longer
+// mapping when the file has grown past it (falling back to the write path
+// if that fails). A full file is rotated once the record is stored. Called
+// by append with mu held, the record numbered.
+func (j *Journal) storeMapped(r record, n int64) bool {
+	off := j.written
+	if off+n > int64(len(j.mapped)) {
+		m := j.cur.(mapper)
+		b, err := m.Map(max(2*int64(len(j.mapped)), off+n+j.opt.allocChunk))
+		if err != nil {
+			j.opt.Logf("journal: cannot map %s (%v): writing records instead", journalName(j.curNum), err)
+			j.unmap()
+			return false
+		}
+		j.unmap()
+		j.mapped = b
+	}
+	if got := appendRecord(j.mapped[off:off:off+n], r); int64(len(got)) != n {
+		panic("journal: record size mismatch") // recordSize and appendRecord disagree
+	}
+	j.written = off + n
+	j.lastWritten = r.Seq
+	j.stats.Bytes += uint64(n)
+	j.stats.Records++
+	if j.failed == nil && j.written >= j.opt.RotateBytes {
+		for j.flushing || j.allocating {
+			j.cond.Wait()
+		}
+		if j.failed == nil {
+			f := j.cur
+			j.rotate()
+			if j.cur != f {
+				j.syncedSeq = j.lastWritten // rotate synced the old file
+			}
+		}
+	}
+	if j.alloc-(j.used+j.reserved) < j.opt.allocChunk/2 {
+		select {
+		case j.kick <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
