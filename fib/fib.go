@@ -174,7 +174,7 @@ func (t *Tables) Unmerge() error {
 				continue
 			}
 			local.Insert(p, leafOf(move))
-			main = main.with(p, leafOf(keep))
+			main = main.with(p, l, leafOf(keep))
 		}
 		nl.main, nl.local, nl.premerged = main, storeOf(local), old.main
 	}
@@ -255,7 +255,9 @@ func (t *Tables) getLeaf(id uint32, p netip.Prefix) leaf {
 // setLeaf replaces the entries at p (none: the prefix is removed) with a
 // persistent update: only the path to p is copied.
 func (t *Tables) setLeaf(id uint32, p netip.Prefix, s []*attrs) {
-	t.publish(id, t.root(id).with(p, leafOf(s)))
+	root := t.root(id)
+	old, _ := root.Get(p)
+	t.publish(id, root.with(p, old, leafOf(s)))
 }
 
 // intern returns the shared attrs for r (Dst ignored), taking a reference.
