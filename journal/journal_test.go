@@ -52,7 +52,7 @@ func snapshotOf(e *env, names ...string) map[string]string {
 // automatic priorities, ifindexes, random MACs, derived addresses and
 // routes), timestamps aside.
 func TestRestoreGivesTheSameDumps(t *testing.T) {
-	for _, p := range []Policy{Group, Always, None} {
+	for _, p := range []Policy{Group, Always, None, Interval} {
 		t.Run(p.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			e := openEnv(t, dir, Options{Fsync: p})
@@ -285,6 +285,12 @@ type faultFS struct {
 	gateOnce atomic.Pointer[chan struct{}] // held by the next Sync only
 	syncErr  atomic.Pointer[error]         // error for Syncs, when set
 	syncs    atomic.Int32
+	// writeGate, when set, holds every WriteAt (inWrite counts them).
+	writeGate atomic.Pointer[chan struct{}]
+	inWrite   atomic.Int32
+	// mappable files can be mapped (the leader policies then store
+	// records instead of writing them); others make them write.
+	mappable bool
 }
 
 func newFaultFS(dir string) *faultFS {
@@ -298,21 +304,24 @@ type faultFile struct {
 	fs *faultFS
 }
 
-func (f *faultFS) Create(name string) (File, error) {
-	g, err := f.DirFS.Create(name)
+// mappableFile is a faultFile that can be mapped.
+type mappableFile struct{ *faultFile }
+
+func (f mappableFile) Map(length int64) ([]byte, error) { return f.File.(mapper).Map(length) }
+
+func (f *faultFS) wrap(g File, err error) (File, error) {
 	if err != nil {
 		return nil, err
+	}
+	if f.mappable {
+		return mappableFile{&faultFile{g, f}}, nil
 	}
 	return &faultFile{g, f}, nil
 }
 
-func (f *faultFS) OpenAppend(name string) (File, error) {
-	g, err := f.DirFS.OpenAppend(name)
-	if err != nil {
-		return nil, err
-	}
-	return &faultFile{g, f}, nil
-}
+func (f *faultFS) Create(name string) (File, error) { return f.wrap(f.DirFS.Create(name)) }
+
+func (f *faultFS) OpenAppend(name string) (File, error) { return f.wrap(f.DirFS.OpenAppend(name)) }
 
 func (f *faultFile) Allocate(off, n int64) error {
 	for {
@@ -331,6 +340,11 @@ func (f *faultFile) Allocate(off, n int64) error {
 }
 
 func (f *faultFile) WriteAt(b []byte, off int64) (int, error) {
+	if g := f.fs.writeGate.Load(); g != nil {
+		f.fs.inWrite.Add(1)
+		<-*g
+		f.fs.inWrite.Add(-1)
+	}
 	if err, ok := f.fs.writeErr.Load().(error); ok && err != nil {
 		return 0, err
 	}
