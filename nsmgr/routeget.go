@@ -777,6 +777,15 @@ func (ns *Namespace) fill6(m *rtnl.RouteMsg, k *flow.Key, iif int32, res *fib.Re
 	}
 	m.OIF = uint32(dev)
 	m.Set(rtnl.RTA_OIF)
+	// ip6_rt_init_dst(): the copy takes the hop's lwtstate, except when
+	// fib6_is_reject() (given the route type as its addr_type) sends it to
+	// ip6_rt_init_dst_reject() first: a route on lo that is not local or
+	// anycast.
+	if !nh.Encap.IsZero() && !(nh.Dev == loIndex && r.Type != rtnl.RTN_LOCAL && r.Type != rtnl.RTN_ANYCAST) {
+		m.EncapType, m.Encap = nh.Encap.Type, []byte(nh.Encap.Attrs)
+		m.Set(rtnl.RTA_ENCAP)
+		m.Set(rtnl.RTA_ENCAP_TYPE)
+	}
 	m.CacheInfo = rtnl.CacheInfo{ClntRef: 2, Expires: int32(r.Expires)}
 	m.Set(rtnl.RTA_CACHEINFO)
 	m.Pref = r.Pref
