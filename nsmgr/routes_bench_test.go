@@ -1,0 +1,119 @@
+package nsmgr
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// routeLoadPrefix is hack/routeload.sh's k-th route of a family:
+// 10.(k>>8).(k&255).0/24 or 2001:db8:(k>>8):(k&255)::/64.
+func routeLoadPrefix(k int, v6 bool) string {
+	if v6 {
+		return fmt.Sprintf("2001:db8:%x:%x::/64", k>>8, k&255)
+	}
+	return fmt.Sprintf("10.%d.%d.0/24", k>>8, k&255)
+}
+
+// routeBenchMsgs returns the requests `ip route add|del PREFIX dev lo` of
+// the first n load prefixes as the handler receives them (decoded
+// frames), built ahead so that the benchmark times the handler only.
+func routeBenchMsgs(n int, v6 bool, cmd string) []rtnl.Message {
+	msgs := make([]rtnl.Message, n)
+	for k := range msgs {
+		r := rtIP(cmd, routeLoadPrefix(k, v6), rtDevLo)
+		b := rtnl.AppendRoute(nil, r.typ, r.flags, uint32(k+1), 4242, &r.m)
+		msgs[k] = rtnl.SplitDatagram(b)[0]
+	}
+	return msgs
+}
+
+// BenchmarkRouteAdd40k measures one `ip route add` and one `ip route del`
+// through the whole in-process handler path (dispatch, decode, checks,
+// the FIB change, the notification when someone listens, the ACK's
+// error value) in a namespace holding hack/routeload.sh's 40,000 routes
+// of the family: each iteration deletes route k and adds it back, so the
+// table stays at 40,000 (ns/op is per add+delete pair; ns/route, per
+// request). "listener" adds an RTNLGRP_IPV4_ROUTE/IPV6_ROUTE subscriber,
+// so that every change is also encoded as a notification. The transport
+// (the socket round trip, the server's wake-ups) is not in it:
+// hack/routeload.sh measures the whole.
+func BenchmarkRouteAdd40k(b *testing.B) {
+	const n = 40_000
+	for _, v6 := range []bool{false, true} {
+		for _, listen := range []bool{false, true} {
+			name := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
+			if listen {
+				name += "/listener"
+			}
+			b.Run(name, func(b *testing.B) {
+				ns := routeTestNS(b)
+				adds, dels := routeBenchMsgs(n, v6, "add"), routeBenchMsgs(n, v6, "del")
+				for k := range adds {
+					if _, err := ns.Do(&Request{Msg: &adds[k], PortID: 4242, Strict: true}); err != nil {
+						b.Fatalf("add %s: %v", routeLoadPrefix(k, v6), err)
+					}
+				}
+				if listen {
+					group := uint32(rtnl.RTNLGRP_IPV4_ROUTE)
+					if v6 {
+						group = rtnl.RTNLGRP_IPV6_ROUTE
+					}
+					ns.SetGroups(nopListener{}, 1<<(group-1))
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					k := i % n
+					if _, err := ns.Do(&Request{Msg: &dels[k], PortID: 4242, Strict: true}); err != nil {
+						b.Fatalf("del %s: %v", routeLoadPrefix(k, v6), err)
+					}
+					if _, err := ns.Do(&Request{Msg: &adds[k], PortID: 4242, Strict: true}); err != nil {
+						b.Fatalf("add %s: %v", routeLoadPrefix(k, v6), err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/route")
+				if got := ns.routeTables(map[bool]uint8{false: rtnl.AF_INET, true: rtnl.AF_INET6}[v6]).Routes(); got < n {
+					b.Fatalf("%d routes after the run, want at least %d", got, n)
+				}
+			})
+		}
+	}
+}
+
+// TestRouteBenchRequestsRoundTrip: the benchmark's prebuilt requests add
+// and delete the routes they name (the benchmark measures real work).
+func TestRouteBenchRequestsRoundTrip(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		ns := routeTestNS(t)
+		adds, dels := routeBenchMsgs(300, v6, "add"), routeBenchMsgs(300, v6, "del")
+		fam := uint8(rtnl.AF_INET)
+		if v6 {
+			fam = rtnl.AF_INET6
+		}
+		tb := ns.routeTables(fam)
+		base := tb.Routes()
+		for k := range adds {
+			if _, err := ns.Do(&Request{Msg: &adds[k], PortID: 4242, Strict: true}); err != nil {
+				t.Fatalf("add %s: %v", routeLoadPrefix(k, v6), err)
+			}
+		}
+		if got := tb.Routes() - base; got != 300 {
+			t.Fatalf("v6=%v: %d routes added, want 300", v6, got)
+		}
+		p := netip.MustParsePrefix(routeLoadPrefix(299, v6))
+		if e, ok := tb.LookupTable(rtnl.RT_TABLE_MAIN, p.Addr().Next()); !ok || e.Prefix() != p {
+			t.Fatalf("v6=%v: lookup in %v = %v %v", v6, p, e.Prefix(), ok)
+		}
+		for k := range dels {
+			if _, err := ns.Do(&Request{Msg: &dels[k], PortID: 4242, Strict: true}); err != nil {
+				t.Fatalf("del %s: %v", routeLoadPrefix(k, v6), err)
+			}
+		}
+		if got := tb.Routes(); got != base {
+			t.Fatalf("v6=%v: %d routes after deleting, want %d", v6, got, base)
+		}
+	}
+}
