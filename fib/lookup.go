@@ -293,8 +293,9 @@ func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.E
 }
 
 // lpm returns the entries of the longest prefix of v containing addr: one
-// bart longest-prefix match per storage part (the small part skipped when
-// empty), the merged main/local views through their table-id filter.
+// probe of the table's read index (store.ix, index.go) when it has one,
+// else one bart longest-prefix match; the merged main/local views through
+// their table-id filter.
 func (v *View) lpm(addr netip.Addr) (Entries, bool) {
 	s := v.bt
 	if s == nil || !addr.IsValid() {
@@ -303,23 +304,16 @@ func (v *View) lpm(addr netip.Addr) (Entries, bool) {
 	if !v.all {
 		return v.Lookup(addr)
 	}
-	q := netip.PrefixFrom(addr, addr.BitLen())
-	var p netip.Prefix
-	var l leaf
-	found := false
-	if s.big != nil {
-		p, l, found = s.big.LookupPrefixLPM(q)
-	}
-	// The small part holds the few prefixes added since the last fold
-	// (store): a plain match, which computes no prefix, tells whether it
-	// has a candidate at all.
-	if s.small != nil && s.small.Size() > 0 {
-		if _, ok := s.small.Lookup(addr); ok {
-			if p2, l2, ok := s.small.LookupPrefixLPM(q); ok && (!found || p2.Bits() > p.Bits()) {
-				p, l, found = p2, l2, true
-			}
+	if x := s.ix; x != nil {
+		l, bits, st := x.lookup(addr)
+		switch st {
+		case ixHit:
+			return Entries{dst: netip.PrefixFrom(addr, bits).Masked(), l: l, hi: l.len()}, true
+		case ixNone:
+			return Entries{}, false
 		}
 	}
+	p, l, found := s.LookupPrefixLPM(netip.PrefixFrom(addr, addr.BitLen()))
 	if !found {
 		return Entries{}, false
 	}
@@ -352,16 +346,23 @@ func lookupView(v *View, k *flow.Key, v6 bool, h *hit) syscall.Errno {
 // first. A function of its own, so that the iterator's closure stays off
 // the common path.
 func backtrack(v *View, k *flow.Key, v6 bool, oif int32, strict bool, first int, h *hit) syscall.Errno {
-	for e := range v.Supernets(netip.PrefixFrom(k.Dst, k.Dst.BitLen())) {
+	// The iterator's body is a closure bart's iterator may keep: it works
+	// on copies, so that only this rare path allocates and the caller's
+	// view, key and hit stay on the stack.
+	kc, hc, id := *k, *h, v.id
+	err := syscall.EAGAIN
+	for e := range v.Supernets(netip.PrefixFrom(kc.Dst, kc.Dst.BitLen())) {
 		if e.dst.Bits() >= first {
 			continue
 		}
-		if err, ok := choose(&e, k, v6, oif, strict, h); ok {
-			h.table = v.id
-			return err
+		if e2, ok := choose(&e, &kc, v6, oif, strict, &hc); ok {
+			hc.table = id
+			err = e2
+			break
 		}
 	}
-	return syscall.EAGAIN
+	*h = hc
+	return err
 }
 
 func choose(e *Entries, k *flow.Key, v6 bool, oif int32, strict bool, h *hit) (syscall.Errno, bool) {

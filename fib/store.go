@@ -24,6 +24,9 @@ type store struct {
 	// It stays until the readers that skip it when nil (lookup.go) drop
 	// their branch.
 	small *bart.Table[leaf]
+	// ix is the read index (index.go, h-lk): the one structure a lookup
+	// probes; nil: the lookup asks big.
+	ix *lpmIndex
 	// srcRoutes counts the entries with a source prefix (IPv6 RTA_SRC,
 	// the kernel's fib6_src). LookupBatch reuses a result only while it
 	// is 0 in the tables the lookup reads: a source-specific route makes
@@ -130,6 +133,7 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 	} else {
 		n.big = n.big.InsertPersist(p, l)
 	}
+	n.ix = indexed(n.ix, p, l, old.head != nil, &n)
 	return &n
 }
 
@@ -139,5 +143,7 @@ func storeOf(bt *bart.Table[leaf]) *store {
 	for _, l := range bt.All() {
 		n += srcCount(l)
 	}
-	return &store{big: bt, srcRoutes: n}
+	s := &store{big: bt, srcRoutes: n}
+	s.ix = indexOf(s, bt.Size6() > 0)
+	return s
 }

@@ -1,0 +1,226 @@
+package fib
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"testing"
+)
+
+// ixRefLPM is the slow obvious reference: a linear scan of every stored
+// prefix for the longest one containing a.
+func ixRefLPM(m map[netip.Prefix]leaf, a netip.Addr) (netip.Prefix, leaf, bool) {
+	var best netip.Prefix
+	var bl leaf
+	ok := false
+	for p, l := range m {
+		if p.Contains(a) && (!ok || p.Bits() > best.Bits()) {
+			best, bl, ok = p, l, true
+		}
+	}
+	return best, bl, ok
+}
+
+// ixRandPrefix draws prefixes that nest and collide: a few fixed /16 (IPv4)
+// or /32 (IPv6) blocks, so buckets fill past bucketMax and covers overlap,
+// every length from 0 up, short ones rarely.
+func ixRandPrefix(rng *rand.Rand, v6 bool) netip.Prefix {
+	if !v6 {
+		a := [4]byte{10, byte(rng.Intn(3)), byte(rng.Intn(8)), byte(rng.Intn(256))}
+		if rng.Intn(8) == 0 {
+			a[0] = byte(rng.Intn(256))
+		}
+		bits := 17 + rng.Intn(16)
+		if rng.Intn(6) == 0 {
+			bits = rng.Intn(17)
+		}
+		return netip.PrefixFrom(netip.AddrFrom4(a), bits).Masked()
+	}
+	var a [16]byte
+	a[0], a[1], a[2], a[3] = 0x20, 0x01, 0x0d, byte(0xb8+rng.Intn(3))
+	if rng.Intn(8) == 0 {
+		a[1], a[2] = byte(rng.Intn(4)), byte(rng.Intn(256))
+	}
+	for i := 4; i < 16; i++ {
+		a[i] = byte(rng.Intn(4))
+	}
+	bits := 33 + rng.Intn(96)
+	switch rng.Intn(8) {
+	case 0:
+		bits = rng.Intn(17)
+	case 1:
+		bits = 17 + rng.Intn(16)
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), bits).Masked()
+}
+
+// ixRandAddr draws an address inside a stored prefix half of the time,
+// else a random one near the blocks.
+func ixRandAddr(rng *rand.Rand, v6 bool, keys []netip.Prefix) netip.Addr {
+	if len(keys) > 0 && rng.Intn(2) == 0 {
+		p := keys[rng.Intn(len(keys))]
+		b := p.Addr().AsSlice()
+		for i := p.Bits(); i < len(b)*8; i++ {
+			if rng.Intn(2) == 0 {
+				b[i/8] |= 0x80 >> (i % 8)
+			}
+		}
+		a, _ := netip.AddrFromSlice(b)
+		return a
+	}
+	return ixRandPrefix(rng, v6).Addr()
+}
+
+type ixSnap struct {
+	s     *store
+	m     map[netip.Prefix]leaf
+	addrs []netip.Addr
+}
+
+// TestIndexMatchesReference checks the read index (tiny, full, slow
+// buckets, and the switches between them) against a linear
+// longest-prefix scan after every change of random add / replace / delete
+// sequences, both families, over more than 100,000 lookups; snapshots taken
+// mid-sequence keep their answers to the end (immutability).
+func TestIndexMatchesReference(t *testing.T) {
+	type limits struct{ tiny, full, drop, bucket int }
+	saved := limits{tinyMax, fullMin, fullDrop, bucketMax}
+	defer func() { tinyMax, fullMin, fullDrop, bucketMax = saved.tiny, saved.full, saved.drop, saved.bucket }()
+	lookups := 0
+	for _, lim := range []limits{{4, 12, 6, 4}, {2, 40, 20, 8}, saved} {
+		tinyMax, fullMin, fullDrop, bucketMax = lim.tiny, lim.full, lim.drop, lim.bucket
+		for _, v6 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("v6=%v/limits=%v", v6, lim), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(int64(lim.full) + map[bool]int64{false: 4, true: 6}[v6]))
+				var s *store
+				m := map[netip.Prefix]leaf{}
+				var keys []netip.Prefix
+				var snaps []ixSnap
+				modes := map[uint8]int{}
+				steps := 1500
+				if lim == saved {
+					steps = 3000
+				}
+				check := func(s *store, m map[netip.Prefix]leaf, a netip.Addr, what string) {
+					lookups++
+					wp, wl, wok := ixRefLPM(m, a)
+					var gl leaf
+					var gbits int
+					gok := false
+					st := ixAsk
+					if s != nil && s.ix != nil {
+						gl, gbits, st = s.ix.lookup(a)
+					}
+					switch st {
+					case ixAsk:
+						if s != nil {
+							var gp netip.Prefix
+							gp, gl, gok = s.LookupPrefixLPM(netip.PrefixFrom(a, a.BitLen()))
+							gbits = gp.Bits()
+						}
+					case ixHit:
+						gok = true
+					}
+					if gok != wok || gok && (gbits != wp.Bits() || gl.head != wl.head) {
+						t.Fatalf("%s: lookup %v: index says %v /%d (state %d), reference %v %v", what, a, gok, gbits, st, wok, wp)
+					}
+				}
+				for step := 0; step < steps; step++ {
+					p := ixRandPrefix(rng, v6)
+					old, had := m[p]
+					var l leaf
+					switch r := rng.Intn(10); {
+					case r < 3 && len(keys) > 0:
+						// delete an existing prefix
+						i := rng.Intn(len(keys))
+						p = keys[i]
+						old, had = m[p], true
+						keys[i] = keys[len(keys)-1]
+						keys = keys[:len(keys)-1]
+						delete(m, p)
+					default:
+						l = leaf{head: &attrs{r: Route{Priority: uint32(step)}}}
+						if !had {
+							keys = append(keys, p)
+						}
+						m[p] = l
+					}
+					if !had && l.head == nil {
+						continue
+					}
+					s = s.with(p, old, l)
+					if s.ix != nil {
+						modes[s.ix.mode]++
+					} else {
+						modes[0]++
+					}
+					for range 20 {
+						check(s, m, ixRandAddr(rng, v6, keys), fmt.Sprintf("step %d", step))
+					}
+					if step%300 == 0 {
+						c := make(map[netip.Prefix]leaf, len(m))
+						for k, v := range m {
+							c[k] = v
+						}
+						sn := ixSnap{s: s, m: c}
+						for range 20 {
+							sn.addrs = append(sn.addrs, ixRandAddr(rng, v6, keys))
+						}
+						snaps = append(snaps, sn)
+					}
+				}
+				for i, sn := range snaps {
+					for _, a := range sn.addrs {
+						check(sn.s, sn.m, a, fmt.Sprintf("snapshot %d", i))
+					}
+				}
+				if lim != saved && (modes[ixTiny] == 0 || modes[ixFull] == 0 || modes[0] == 0) {
+					t.Errorf("modes seen %v: every mode must be exercised", modes)
+				}
+			})
+		}
+	}
+	if lookups < 100000 {
+		t.Errorf("%d lookups, want at least 100,000", lookups)
+	}
+}
+
+// TestIndexSlowBucketsRefill fills one IPv4 /16 past bucketMax (the bucket
+// only counts, bart answers) and empties it again: the bucket is refilled
+// from the store once it holds half of bucketMax, and every answer stays
+// the reference's.
+func TestIndexSlowBucketsRefill(t *testing.T) {
+	saved := [3]int{tinyMax, fullMin, bucketMax}
+	defer func() { tinyMax, fullMin, bucketMax = saved[0], saved[1], saved[2] }()
+	tinyMax, fullMin, bucketMax = 1, 2, 8
+	var s *store
+	m := map[netip.Prefix]leaf{}
+	var ps []netip.Prefix
+	for i := range 40 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 1, byte(i), 0}), 24)
+		l := leaf{head: &attrs{}}
+		s = s.with(p, leaf{}, l)
+		m[p] = l
+		ps = append(ps, p)
+	}
+	b := s.ix.bkt4.get(10<<8 | 1)
+	if b == nil || b.cnt != 0 || count4(b) != 40 {
+		t.Fatalf("bucket of 40 prefixes: %+v, want a slow bucket counting 40", b)
+	}
+	for _, p := range ps[:36] {
+		s = s.with(p, m[p], leaf{})
+		delete(m, p)
+	}
+	b = s.ix.bkt4.get(10<<8 | 1)
+	if b == nil || b.cnt != 4 {
+		t.Fatalf("bucket of 4 prefixes: %+v, want its 4 entries back", b)
+	}
+	for i := range 256 {
+		a := netip.AddrFrom4([4]byte{10, 1, byte(i), 9})
+		_, wl, wok := ixRefLPM(m, a)
+		gl, _, st := s.ix.lookup(a)
+		if (st == ixHit) != wok || gl.head != wl.head {
+			t.Fatalf("%v: index %v %v, reference %v", a, st, gl.head, wok)
+		}
+	}
+}
