@@ -68,11 +68,16 @@ var busyIdle = 20 * time.Millisecond
 
 // busySlots bounds the connections in busy mode at once: GOMAXPROCS-1 (at
 // least 1), so that one P is always left to the loops and to the
-// connections they serve. A slot is a receive buffer, made on first use
-// and kept: the pooled ones go with every collection, and a fresh 1 MiB
-// buffer is cleared page by page (measured: 2% of a busy server's time).
+// connections they serve; NLEMU_BUSY=0 turns busy mode off (every
+// connection stays in its loop). A slot is a receive buffer, made on
+// first use and kept: the pooled ones go with every collection, and a
+// fresh 1 MiB buffer is cleared page by page (measured: 2% of a busy
+// server's time).
 var busySlots = func() chan *[]byte {
 	n := max(1, runtime.GOMAXPROCS(0)-1)
+	if os.Getenv("NLEMU_BUSY") == "0" {
+		n = 0
+	}
 	ch := make(chan *[]byte, n)
 	for range n {
 		ch <- nil
@@ -263,13 +268,15 @@ func (t *fdConn) recvBusy() ([]byte, error) {
 }
 
 // send sends one datagram without waiting (EAGAIN when the socket is full).
+// A raw system call: MSG_DONTWAIT never blocks, and the runtime's
+// entersyscall/exitsyscall around it cost 4% of a loop's time.
 func (t *fdConn) send(b []byte) error {
 	for {
 		var p unsafe.Pointer
 		if len(b) > 0 {
 			p = unsafe.Pointer(&b[0])
 		}
-		_, _, e := syscall.Syscall6(unix.SYS_SENDTO, uintptr(t.fd), uintptr(p), uintptr(len(b)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
+		_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(t.fd), uintptr(p), uintptr(len(b)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
 		if e == unix.EINTR {
 			continue
 		}
