@@ -10,15 +10,30 @@
 # then every top-level test that passes on the kernel and not under nlemu
 # (and the reverse), with the lines it logged.
 #
-#   hack/peer-suite.sh [-run REGEXP] [-keep]
+#   hack/peer-suite.sh [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-keep]
+#
+# -count N runs the tests N times on each side (go test -count).
+# -gomaxprocs N sets GOMAXPROCS for the test binary on both sides (not for
+# nlemu's supervisor).
+# -strace-kernel runs the kernel side under `strace -f`, which makes every
+# system call slow as nlemu's are: TestRuleListFiltered's subtests then
+# fail on the kernel too (they run on goroutines that are not locked to
+# the thread setUpNetlinkTest moved into the test's namespace, so a slow
+# system call lets them resume on a thread in another namespace).
 set -euo pipefail
 run='Rule|Route'
 keep=0
+count=1
+gmp=()
+kstrace=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-run) run="$2"; shift 2 ;;
+	-count) count="$2"; shift 2 ;;
+	-gomaxprocs) gmp=(env GOMAXPROCS="$2"); shift 2 ;;
+	-strace-kernel) kstrace=(strace -f -qq -o /dev/null); shift ;;
 	-keep) keep=1; shift ;;
-	*) echo "usage: $0 [-run REGEXP] [-keep]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-keep]" >&2; exit 2 ;;
 	esac
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,9 +65,9 @@ mkdir -p "$work/sock"
 chmod 700 "$work/sock"
 sock="$work/sock/nlemu.sock"
 
-echo "vishvananda/netlink $ver: go test -run '$run' inside unshare -r, as $( [ ${#runas[@]} -gt 0 ] && echo 'uid 65534' || id -un)"
+echo "vishvananda/netlink $ver: go test -run '$run' -count $count inside unshare -r, as $( [ ${#runas[@]} -gt 0 ] && echo 'uid 65534' || id -un)${gmp:+, ${gmp[1]:-}}${kstrace:+, kernel side under strace -f}"
 cd "$work"
-"${runas[@]}" unshare -r -n ./netlink.test -test.run "$run" -test.v >kernel.txt 2>&1 || true
+"${runas[@]}" unshare -r -n "${kstrace[@]}" "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >kernel.txt 2>&1 || true
 "${runas[@]}" ./nlemu serve --socket "$sock" 2>server.txt &
 srv=$!
 for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
@@ -60,7 +75,7 @@ mkdir -p "$work/home"
 [ "$(id -u)" = 0 ] && chown 65534:65534 "$work/home"
 # Inside unshare -r the user is "root" of its own user namespace: nlemu's
 # caches go under a home of its own.
-"${runas[@]}" env NLEMU_SOCKET="$sock" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- ./netlink.test -test.run "$run" -test.v >nlemu.txt 2>&1 || true
+"${runas[@]}" env NLEMU_SOCKET="$sock" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >nlemu.txt 2>&1 || true
 
 count() { # file level(top|all) verdict
 	local pat='^--- '
@@ -75,11 +90,21 @@ done
 # whichever OS thread (in whichever namespace an earlier test left it:
 # setUpNetlinkTest locks only the test's own thread), so which subtests
 # pass varies from run to run on the kernel too.
-verdicts() { sed -nE 's/^--- (PASS|FAIL|SKIP): ([^ ]+) .*/\2 \1/p' "$1" | sort; }
+# With -count N a test is PASS when all its runs passed, SKIP when all
+# were skipped, FAIL otherwise; the table shows passes/runs.
+verdicts() {
+	sed -nE 's/^--- (PASS|FAIL|SKIP): ([^ ]+) .*/\2 \1/p' "$1" | sort -s -k1,1 |
+		awk '{n[$1]++; c[$1, $2]++; if (!($1 in o)) {o[$1]; k[++m] = $1}}
+		END {for (i = 1; i <= m; i++) {t = k[i]
+			v = c[t, "PASS"] == n[t] ? "PASS" : (c[t, "SKIP"] == n[t] ? "SKIP" : "FAIL")
+			print t, v, c[t, "PASS"] + 0 "/" n[t]}}'
+}
 verdicts kernel.txt >kernel.v
 verdicts nlemu.txt >nlemu.v
-lost=$(join kernel.v nlemu.v | awk '$2 == "PASS" && $3 != "PASS" {print $1}')
-gained=$(join kernel.v nlemu.v | awk '$2 != "PASS" && $3 == "PASS" {print $1}')
+echo "per test (passes/runs):"
+join -a1 -a2 -e - -o 0,1.2,1.3,2.2,2.3 kernel.v nlemu.v | awk '{printf "  %-32s kernel %-4s %-6s nlemu %-4s %s\n", $1, $2, $3, $4, $5}'
+lost=$(join kernel.v nlemu.v | awk '$2 == "PASS" && $4 != "PASS" {print $1}')
+gained=$(join kernel.v nlemu.v | awk '$2 != "PASS" && $4 == "PASS" {print $1}')
 echo "pass on the kernel, not under nlemu: $(echo $lost | wc -w)"
 for t in $lost; do
 	echo "== $t"
