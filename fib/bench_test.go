@@ -234,3 +234,49 @@ func BenchmarkLoad40k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFoldCadence loads hack/routeload.sh's 40,000 routes per family
+// into a fresh table (as BenchmarkLoad40k) and then deletes and re-adds
+// each once (the table at 40,000), for several smallMax: the figures that
+// chose the default. smallMax=1 folds every new prefix at once (one
+// table).
+func BenchmarkFoldCadence(b *testing.B) {
+	const n = 40_000
+	defer func(m int) { smallMax = m }(smallMax)
+	for _, v6 := range []bool{false, true} {
+		routes := make([]Route, n)
+		for k := range routes {
+			if v6 {
+				routes[k] = rt(fmt.Sprintf("2001:db8:%x:%x::/64 dev 3", k>>8, k&255))
+			} else {
+				routes[k] = rt(fmt.Sprintf("10.%d.%d.0/24 dev 3", k>>8, k&255))
+			}
+		}
+		for _, m := range []int{1, 8, 16, 32, 64, 128} {
+			b.Run(fmt.Sprintf("%s/smallMax=%d", map[bool]string{false: "ipv4", true: "ipv6"}[v6], m), func(b *testing.B) {
+				smallMax = m
+				b.ReportAllocs()
+				for b.Loop() {
+					tb := NewIPv4()
+					if v6 {
+						tb = NewIPv6()
+					}
+					for _, r := range routes {
+						if _, err := tb.Insert(r, fAdd); err != nil {
+							b.Fatal(err)
+						}
+					}
+					for _, r := range routes {
+						if _, err := tb.Delete(Match{Family: r.Family, Table: r.Table, Dst: r.Dst, Scope: rtnl.RT_SCOPE_NOWHERE}); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := tb.Insert(r, fAdd); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*3*n), "ns/change")
+			})
+		}
+	}
+}

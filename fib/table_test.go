@@ -196,11 +196,18 @@ func randAddr(rng *rand.Rand, v6 bool) netip.Addr {
 
 // TestStorageMatchesReference runs 100,000 random inserts, deletes,
 // longest-prefix lookups and resumed walks per family against refTable
-// (a linear scan): the bart storage (persistent updates sharing every
-// node off the path), its LPM and the dump order with key-based resume
-// agree with the obvious implementation.
+// (a linear scan): the bart storage (large and small table, folded every
+// smallMax new prefixes; persistent updates sharing every node off the
+// path), its LPM and the dump order with key-based resume agree with the
+// obvious implementation.
 func TestStorageMatchesReference(t *testing.T) {
-	for _, v6 := range []bool{false, true} {
+	defer func(n int) { smallMax = n }(smallMax)
+	for _, c := range []struct {
+		v6    bool
+		small int
+	}{{false, smallMax}, {true, smallMax}, {false, 2}, {true, 3}} {
+		v6 := c.v6
+		smallMax = c.small // 2, 3: fold the small table into the large one all the time
 		rng := rand.New(rand.NewSource(42))
 		tb := NewIPv4()
 		if v6 {

@@ -133,3 +133,11 @@ func (n *BartNode[V]) ClonePath(cloneFn func(V) V) *BartNode[V] {
 	c.Children = n.Children.CopySpare()
 	return c
 }
+
+// cloneVal applies cloneFn to v, or returns v without one (nlemu patch).
+func cloneVal[V any](cloneFn func(V) V, v V) V {
+	if cloneFn == nil {
+		return v
+	}
+	return cloneFn(v)
+}

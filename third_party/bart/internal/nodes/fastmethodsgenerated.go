@@ -1404,15 +1404,15 @@ func (n *FastNode[V]) UnionRec(cloneFn func(V) V, o *FastNode[V], depth int) (du
 
 // UnionRecPersist is similar to unionRec but performs an immutable union of nodes.
 func (n *FastNode[V]) UnionRecPersist(cloneFn func(V) V, o *FastNode[V], depth int) (duplicates int) {
-	if cloneFn == nil {
-		cloneFn = func(v V) V { return v }
-	}
+	// nlemu patch: cloneFn stays nil without a Clone method, so that
+	// ClonePath below shares the children off the path; cloneVal copies
+	// the values as upstream's identity function did.
 
 	// for all prefixes in other node do ...
 	for oIdx := range o.Prefixes.All() {
 		// clone/copy the value from other node
 		val := o.MustGetPrefix(oIdx)
-		clonedVal := cloneFn(val)
+		clonedVal := cloneVal(cloneFn, val)
 
 		// insert/overwrite cloned value from o into n
 		if exists := n.InsertPrefix(oIdx, clonedVal); exists {
@@ -1590,9 +1590,9 @@ func (n *FastNode[V]) handleMatrixPersist(cloneFn func(V) V, thisExists bool, th
 		case otherIsNode:
 			n.InsertChild(addr, otherNode.CloneRec(cloneFn))
 		case otherIsLeaf:
-			n.InsertChild(addr, &LeafNode[V]{Prefix: otherLeaf.Prefix, Value: cloneFn(otherLeaf.Value)})
+			n.InsertChild(addr, &LeafNode[V]{Prefix: otherLeaf.Prefix, Value: cloneVal(cloneFn, otherLeaf.Value)})
 		case otherIsFringe:
-			n.InsertChild(addr, &FringeNode[V]{Value: cloneFn(otherFringe.Value)})
+			n.InsertChild(addr, &FringeNode[V]{Value: cloneVal(cloneFn, otherFringe.Value)})
 		default:
 			panic("logic error, wrong node type")
 		}
@@ -1604,14 +1604,14 @@ func (n *FastNode[V]) handleMatrixPersist(cloneFn func(V) V, thisExists bool, th
 	// Special case: fringe + fringe -> just overwrite value
 	if thisIsFringe && otherIsFringe {
 		// nlemu patch: replace the shared fringe, never write it.
-		n.InsertChild(addr, NewFringeNode(cloneFn(otherFringe.Value)))
+		n.InsertChild(addr, NewFringeNode(cloneVal(cloneFn, otherFringe.Value)))
 		return 1
 	}
 
 	// Special case: leaf + leaf with same prefix -> just overwrite value
 	if thisIsLeaf && otherIsLeaf && thisLeaf.Prefix == otherLeaf.Prefix {
 		// nlemu patch: replace the shared leaf, never write it.
-		n.InsertChild(addr, NewLeafNode(thisLeaf.Prefix, cloneFn(otherLeaf.Value)))
+		n.InsertChild(addr, NewLeafNode(thisLeaf.Prefix, cloneVal(cloneFn, otherLeaf.Value)))
 		return 1
 	}
 
@@ -1629,12 +1629,12 @@ func (n *FastNode[V]) handleMatrixPersist(cloneFn func(V) V, thisExists bool, th
 		case otherIsNode:
 			return thisNode.UnionRecPersist(cloneFn, otherNode, depth+1)
 		case otherIsLeaf:
-			if thisNode.InsertPersist(cloneFn, otherLeaf.Prefix, cloneFn(otherLeaf.Value), depth+1) {
+			if thisNode.InsertPersist(cloneFn, otherLeaf.Prefix, cloneVal(cloneFn, otherLeaf.Value), depth+1) {
 				return 1
 			}
 			return 0
 		case otherIsFringe:
-			if thisNode.InsertPrefix(1, cloneFn(otherFringe.Value)) {
+			if thisNode.InsertPrefix(1, cloneVal(cloneFn, otherFringe.Value)) {
 				return 1
 			}
 			return 0
@@ -1666,12 +1666,12 @@ func (n *FastNode[V]) handleMatrixPersist(cloneFn func(V) V, thisExists bool, th
 	case otherIsNode:
 		return nc.UnionRec(cloneFn, otherNode, depth+1)
 	case otherIsLeaf:
-		if nc.Insert(otherLeaf.Prefix, cloneFn(otherLeaf.Value), depth+1) {
+		if nc.Insert(otherLeaf.Prefix, cloneVal(cloneFn, otherLeaf.Value), depth+1) {
 			return 1
 		}
 		return 0
 	case otherIsFringe:
-		if nc.InsertPrefix(1, cloneFn(otherFringe.Value)) {
+		if nc.InsertPrefix(1, cloneVal(cloneFn, otherFringe.Value)) {
 			return 1
 		}
 		return 0
