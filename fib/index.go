@@ -114,6 +114,7 @@ type ent6 struct {
 type tinyEnt struct {
 	hi, lo, mhi, mlo uint64
 	bits             int
+	p                netip.Prefix
 	l                leaf
 }
 
@@ -188,14 +189,14 @@ func mask32(bits int) uint32 {
 	return ^uint32(0) << uint(32-bits)
 }
 
-// lookup returns the longest indexed prefix containing addr: its leaf and
-// length. The caller checked addr is valid.
-func (x *lpmIndex) lookup(addr netip.Addr) (leaf, int, ixState) {
+// lookup returns the longest indexed prefix containing addr and its leaf.
+// The caller checked addr is valid.
+func (x *lpmIndex) lookup(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	if x.mode == ixTiny {
 		return x.lookupTiny(addr)
 	}
 	if addr.Is4() == x.v6 {
-		return leaf{}, 0, ixAsk
+		return netip.Prefix{}, leaf{}, ixAsk
 	}
 	if x.v6 {
 		return x.lookup6(addr)
@@ -203,46 +204,61 @@ func (x *lpmIndex) lookup(addr netip.Addr) (leaf, int, ixState) {
 	return x.lookup4(addr)
 }
 
-func (x *lpmIndex) lookupTiny(addr netip.Addr) (leaf, int, ixState) {
+func (x *lpmIndex) lookupTiny(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	if addr.Is4() == x.v6 {
-		return leaf{}, 0, ixAsk
+		return netip.Prefix{}, leaf{}, ixAsk
 	}
 	hi, lo := addr128(addr)
 	for i := range x.tiny {
 		e := &x.tiny[i]
 		if hi&e.mhi == e.hi && lo&e.mlo == e.lo {
-			return e.l, e.bits, ixHit
+			return e.p, e.l, ixHit
 		}
 	}
-	return leaf{}, 0, ixNone
+	return netip.Prefix{}, leaf{}, ixNone
 }
 
 // lookup4 is the full IPv4 index: the /16's bucket, then its cover.
-func (x *lpmIndex) lookup4(addr netip.Addr) (leaf, int, ixState) {
+func (x *lpmIndex) lookup4(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	b4 := addr.As4()
 	a := binary.BigEndian.Uint32(b4[:])
 	v := a >> 16
 	if b := x.bkt4.get(v); b != nil {
 		if b.cnt == 0 {
-			return leaf{}, 0, ixAsk
+			return netip.Prefix{}, leaf{}, ixAsk
 		}
 		es := unsafe.Slice(b, b.cnt)
 		for i := range es {
 			e := &es[i]
 			if a&(^uint32(0)<<(32-e.bits)) == e.net { // bits > 16
-				return e.l, int(e.bits), ixHit
+				return prefix4(e.net, int(e.bits)), e.l, ixHit
 			}
 		}
 	}
 	if c := x.root.get(v); c != nil {
-		return c.l, c.bits, ixHit
+		return prefix4(a&mask32(c.bits), c.bits), c.l, ixHit
 	}
-	return leaf{}, 0, ixNone
+	return netip.Prefix{}, leaf{}, ixNone
+}
+
+// prefix4 is the prefix of a masked IPv4 address.
+func prefix4(net uint32, bits int) netip.Prefix {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], net)
+	return netip.PrefixFrom(netip.AddrFrom4(b), bits)
+}
+
+// prefix6 is the prefix of a masked IPv6 address.
+func prefix6(hi, lo uint64, bits int) netip.Prefix {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], lo)
+	return netip.PrefixFrom(netip.AddrFrom16(b), bits)
 }
 
 // lookup6 is the full IPv6 index: the /32's bucket, the second level's
 // cover, the root's cover.
-func (x *lpmIndex) lookup6(addr netip.Addr) (leaf, int, ixState) {
+func (x *lpmIndex) lookup6(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	b16 := addr.As16()
 	hi := binary.BigEndian.Uint64(b16[:8])
 	v0 := uint32(hi >> 48)
@@ -250,7 +266,7 @@ func (x *lpmIndex) lookup6(addr netip.Addr) (leaf, int, ixState) {
 		v1 := uint32(hi>>32) & 0xffff
 		if b := n.bkt.get(v1); b != nil {
 			if b.cnt == 0 {
-				return leaf{}, 0, ixAsk
+				return netip.Prefix{}, leaf{}, ixAsk
 			}
 			lo := binary.BigEndian.Uint64(b16[8:])
 			es := unsafe.Slice(b, b.cnt)
@@ -258,18 +274,18 @@ func (x *lpmIndex) lookup6(addr netip.Addr) (leaf, int, ixState) {
 				e := &es[i]
 				mh, ml := mask128(int(e.bits))
 				if hi&mh == e.hi && lo&ml == e.lo {
-					return e.l, int(e.bits), ixHit
+					return prefix6(e.hi, e.lo, int(e.bits)), e.l, ixHit
 				}
 			}
 		}
 		if c := n.cov.get(v1); c != nil {
-			return c.l, c.bits, ixHit
+			return prefix6(hi&^(^uint64(0)>>c.bits), 0, c.bits), c.l, ixHit
 		}
 	}
 	if c := x.root.get(v0); c != nil {
-		return c.l, c.bits, ixHit
+		return prefix6(hi&^(^uint64(0)>>c.bits), 0, c.bits), c.l, ixHit
 	}
-	return leaf{}, 0, ixNone
+	return netip.Prefix{}, leaf{}, ixNone
 }
 
 // indexed returns the index of s after p's entries became l (l empty: p
@@ -310,7 +326,7 @@ func buildTiny(s *store, v6 bool) *lpmIndex {
 }
 
 func tinyOf(p netip.Prefix, l leaf) tinyEnt {
-	e := tinyEnt{bits: p.Bits(), l: l}
+	e := tinyEnt{bits: p.Bits(), p: p.Masked(), l: l}
 	e.hi, e.lo = addr128(p.Masked().Addr())
 	if p.Addr().Is4() {
 		e.mlo = uint64(mask32(p.Bits()))

@@ -305,10 +305,10 @@ func (v *View) lpm(addr netip.Addr) (Entries, bool) {
 		return v.Lookup(addr)
 	}
 	if x := s.ix; x != nil {
-		l, bits, st := x.lookup(addr)
+		p, l, st := x.lookup(addr)
 		switch st {
 		case ixHit:
-			return Entries{dst: netip.PrefixFrom(addr, bits).Masked(), l: l, hi: l.len()}, true
+			return Entries{dst: p, l: l, hi: l.len()}, true
 		case ixNone:
 			return Entries{}, false
 		}

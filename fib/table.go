@@ -131,14 +131,20 @@ type table struct {
 type tableSet struct {
 	n      int
 	groups [16]*tableGroup
+	// fixed is default, main and local (253–255) again, the tables every
+	// fast-path lookup asks for: one load instead of the bucket walk.
+	fixed [3]*table
 }
 
 // tableGroup is 16 consecutive buckets of a tableSet.
 type tableGroup [16][]*table
 
 func (s *tableSet) get(id uint32) *table {
-	// Written out (no comparator closure): every lookup asks for one or
-	// two tables (BenchmarkLookup6NoRules).
+	if i := id - 253; i < 3 {
+		return s.fixed[i]
+	}
+	// Written out (no comparator closure): a rule walk asks for one
+	// table per rule.
 	g := s.groups[(id>>4)&0xf]
 	if g == nil {
 		return nil
@@ -165,6 +171,9 @@ func (s *tableSet) with(t *table) *tableSet {
 	g[lo] = append(append(b, t), g[lo]...)
 	n.groups[hi] = g
 	n.n++
+	if i := t.id - 253; i < 3 {
+		n.fixed[i] = t
+	}
 	return &n
 }
 
