@@ -20,7 +20,9 @@ func (j *Journal) compactor() {
 
 // compact folds the snapshot and the closed journals numbered below covers
 // into a new snapshot: their records in order, less those of the
-// namespaces deleted by then (the add, every request, the delete). It is
+// namespaces deleted by then (the add, every request, the delete), with
+// the rule-only histories of live namespaces rewritten as the requests
+// that rebuild their rules (rewriteRuleHistories). It is
 // written to a temporary file, synced, renamed over the old snapshot and
 // the directory synced; only then are the journals removed. A crash at any
 // point leaves either the old snapshot and every journal, or the new
@@ -66,7 +68,10 @@ func (j *Journal) compact(covers uint64) error {
 		body = append(body, sc.recs[1:]...)
 		lastSeq = sc.recs[len(sc.recs)-1].Seq
 		folded = append(folded, n)
-		foldedBytes += int64(len(d))
+		// What rotate counted: its records, not the room allocated after them
+		// (counting the file size made closedBytes negative, and compaction
+		// stopped).
+		foldedBytes += int64(sc.good)
 	}
 	if len(folded) == 0 {
 		return nil
@@ -82,11 +87,15 @@ func (j *Journal) compact(covers uint64) error {
 	}
 	hdr := snapshotHeader{Covers: covers, LastSeq: lastSeq, NextNS: nextNS}
 	out := appendRecord(nil, record{Seq: 1, Kind: kindSnapshot, Payload: hdr.encode()})
-	seq := uint64(1)
+	kept := body[:0]
 	for _, r := range body {
-		if deleted[r.NSID] {
-			continue
+		if !deleted[r.NSID] {
+			kept = append(kept, r)
 		}
+	}
+	kept, rewrites := rewriteRuleHistories(kept)
+	seq := uint64(1)
+	for _, r := range kept {
 		seq++
 		r.Seq = seq
 		out = appendRecord(out, r)
@@ -107,6 +116,7 @@ func (j *Journal) compact(covers uint64) error {
 	j.snapBytes = int64(len(out))
 	j.closedBytes -= foldedBytes
 	j.stats.Compactions++
+	j.stats.Rewrites += uint64(rewrites)
 	j.mu.Unlock()
 	return nil
 }

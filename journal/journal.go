@@ -167,6 +167,9 @@ type Stats struct {
 	Syncs uint64
 	// Compactions counts snapshots written.
 	Compactions uint64
+	// Rewrites counts the live namespaces' rule histories that
+	// compactions replaced with the requests that rebuild their rules.
+	Rewrites uint64
 	// SyncTime is the time spent in fdatasyncs, summed (up to syncDepth
 	// of them overlap).
 	SyncTime time.Duration
