@@ -1,34 +1,57 @@
 #!/usr/bin/env bash
 # What durable state costs under the load test: runs `nlemu load` without
-# and with --state (one fresh state directory per run, on the disk that
-# holds $TMPDIR) back to back, ROUNDS times, and prints each pair's wall
-# times and their ratio, per family:
+# --state and then with it under every --fsync policy (one fresh state
+# directory per run, on the disk that holds $TMPDIR), back to back, ROUNDS
+# times, and prints each run's wall time and its ratio to the run without,
+# per family:
 #
 #   hack/statecost.sh [ROUNDS] [LOAD FLAGS...]     e.g. hack/statecost.sh 3 --netns 512
 #
-# Extra flags go to both runs (--fsync goes to the second only if given as
-# FSYNC=always). Every ACK waits for an fdatasync, so the cost is about
-# (rules per namespace) x (one to two fdatasync latencies) against
-# (namespaces x rules) / (change rate) without: measure on a quiet machine.
+# Extra flags go to every run. POLICIES (default "interval group none
+# always") chooses the policies. `always` makes every change wait for its
+# own fdatasync, one at a time across the whole server (512 x 1,024 rules
+# would take about 525,000 fdatasync latencies: minutes to an hour), so it
+# runs with --rules $ALWAYS_RULES (default 16) against a run without state
+# of the same size, printed on its own line.
 set -euo pipefail
 
 rounds=${1:-3}
 case "$rounds" in ''|*[!0-9]*|0) echo "usage: $0 [ROUNDS] [nlemu load flags...]" >&2; exit 2;; esac
 shift || true
+policies=${POLICIES:-interval group none always}
+always_rules=${ALWAYS_RULES:-16}
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin=$work/nlemu
 go build -o "$bin" ./cmd/nlemu
+
+# report ROUND LABEL WITHOUT_JSON WITH_JSON: one line per family.
+report() {
+	python3 - "$@" <<'PY'
+import json, sys
+r, label, a, b = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+for x, y in zip(a["runs"], b["runs"]):
+    print(f"round {r} IPv{x['family']} {label:>8} ({b['netns']} x {b['rules']}): without {x['wall_s']:.3f}s, with --state {y['wall_s']:.3f}s: {y['wall_s']/x['wall_s']:.2f}x")
+PY
+}
+
 for r in $(seq "$rounds"); do
 	without=$("$bin" load --json "$@")
-	with=$("$bin" load --json "$@" --state "$work/state-$r" --fsync "${FSYNC:-group}" 2>"$work/stderr-$r")
-	rm -rf "$work/state-$r"
-	python3 - "$without" "$with" "$r" <<'PY'
-import json, sys
-a, b, r = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
-for x, y in zip(a["runs"], b["runs"]):
-    print(f"round {r} IPv{x['family']}: without {x['wall_s']:.3f}s, with --state {y['wall_s']:.3f}s: {y['wall_s']/x['wall_s']:.2f}x")
-PY
-	grep '^state ' "$work/stderr-$r" || true
+	small=""
+	for p in $policies; do
+		extra=()
+		base=$without
+		if [ "$p" = always ]; then
+			extra=(--rules "$always_rules")
+			if [ -z "$small" ]; then
+				small=$("$bin" load --json "$@" "${extra[@]}")
+			fi
+			base=$small
+		fi
+		with=$("$bin" load --json "$@" "${extra[@]}" --state "$work/state-$r-$p" --fsync "$p" 2>"$work/stderr-$r-$p")
+		rm -rf "$work/state-$r-$p"
+		report "$r" "$p" "$base" "$with"
+		grep '^state ' "$work/stderr-$r-$p" | sed "s/^/    /" || true
+	done
 done
