@@ -285,39 +285,50 @@ func (f *FIB) lookupTable(id uint32, k *flow.Key) (Result, syscall.Errno) {
 // lookupIn is LookupTable in a given snapshot, into h (which the caller
 // reset).
 func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.Errno {
-	v, ok := snap.Table(id)
-	if !ok {
+	t := snap.set.get(id)
+	if t == nil {
+		return syscall.EAGAIN
+	}
+	v := snap.view(t)
+	if v.bt == nil {
+		// An empty table (IPv6 local without addresses, a rule's
+		// table that never had a route): no probe at all.
 		return syscall.EAGAIN
 	}
 	return lookupView(&v, k, f.v6, h)
 }
 
-// lpm returns the entries of the longest prefix of v containing addr: one
-// probe of the table's read index (store.ix, index.go) when it has one,
-// else one bart longest-prefix match; the merged main/local views through
-// their table-id filter.
-func (v *View) lpm(addr netip.Addr) (Entries, bool) {
+// lpm sets *e to the entries of the longest prefix of v containing addr:
+// one probe of the table's read index (store.ix, index.go) when it has
+// one, else one bart longest-prefix match; the merged main/local views
+// through their table-id filter. The entries are written in place (no
+// 64-byte result copied back per table).
+func (v *View) lpm(addr netip.Addr, e *Entries) bool {
 	s := v.bt
 	if s == nil || !addr.IsValid() {
-		return Entries{}, false
+		return false
 	}
 	if !v.all {
-		return v.Lookup(addr)
+		var ok bool
+		*e, ok = v.Lookup(addr)
+		return ok
 	}
 	if x := s.ix; x != nil {
 		p, l, st := x.lookup(addr)
 		switch st {
 		case ixHit:
-			return Entries{dst: p, l: l, hi: l.len()}, true
+			*e = Entries{dst: p, l: l, hi: l.len()}
+			return true
 		case ixNone:
-			return Entries{}, false
+			return false
 		}
 	}
 	p, l, found := s.LookupPrefixLPM(netip.PrefixFrom(addr, addr.BitLen()))
 	if !found {
-		return Entries{}, false
+		return false
 	}
-	return Entries{dst: p, l: l, hi: l.len()}, true
+	*e = Entries{dst: p, l: l, hi: l.len()}
+	return true
 }
 
 // lookupView looks the flow up in one table: the longest prefix first,
@@ -325,8 +336,8 @@ func (v *View) lpm(addr netip.Addr) (Entries, bool) {
 // backtracking in fib_table_lookup(), fib6_backtrack() for IPv6). h is
 // written only when an entry answers.
 func lookupView(v *View, k *flow.Key, v6 bool, h *hit) syscall.Errno {
-	e, ok := v.lpm(k.Dst)
-	if !ok {
+	var e Entries
+	if !v.lpm(k.Dst, &e) {
 		return syscall.EAGAIN
 	}
 	var oif int32

@@ -1,6 +1,7 @@
 package fib
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"net/netip"
@@ -219,6 +220,46 @@ func TestIndexSlowBucketsRefill(t *testing.T) {
 		_, gl, st := s.ix.lookup(a)
 		if (st == ixHit) != wok || gl.head != wl.head {
 			t.Fatalf("%v: index %v %v, reference %v", a, st, gl.head, wok)
+		}
+	}
+}
+
+// TestAddrWordsLayout pins the netip.Addr layout addrWords and withWords
+// rely on (two words, IPv4 as ::ffff:a.b.c.d) against As16 and Masked, for
+// IPv4, IPv6, IPv4-mapped IPv6 and zoned addresses.
+func TestAddrWordsLayout(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	for i := range 10000 {
+		var b [16]byte
+		rng.Read(b[:])
+		a := netip.AddrFrom16(b)
+		switch i % 4 {
+		case 0:
+			a = netip.AddrFrom4([4]byte(b[:4]))
+		case 1:
+			b[10], b[11] = 0xff, 0xff
+			copy(b[:10], make([]byte, 10))
+			a = netip.AddrFrom16(b)
+		case 2:
+			a = a.WithZone("eth0")
+		}
+		hi, lo := addrWords(a)
+		x := a.As16()
+		if wh, wl := binary.BigEndian.Uint64(x[:8]), binary.BigEndian.Uint64(x[8:]); hi != wh || lo != wl {
+			t.Fatalf("%v: words %x %x, As16 %x %x", a, hi, lo, wh, wl)
+		}
+		bits := rng.Intn(a.BitLen() + 1)
+		want := netip.PrefixFrom(a, bits).Masked()
+		var got netip.Prefix
+		if a.Is4() {
+			_, l := addr128(a)
+			got = withWords(a, 0, lo&^0xffffffff|l&uint64(mask32(bits)), bits)
+		} else {
+			mh, ml := mask128(bits)
+			got = withWords(a, hi&mh, lo&ml, bits)
+		}
+		if got != want {
+			t.Fatalf("%v/%d: withWords %v, Masked %v", a, bits, got, want)
 		}
 	}
 }
