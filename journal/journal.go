@@ -225,13 +225,16 @@ type Journal struct {
 	// The flusher (flush) fdatasyncs under Interval; the allocator
 	// allocates room ahead under both. flushing and allocating are set
 	// while they use the current file (a rotation waits for them).
-	flushing   bool          // guarded by mu
-	allocating bool          // guarded by mu
-	syncedSeq  uint64        // guarded by mu: the last record an fdatasync covered
-	kick       chan struct{} // asks the allocator to allocate room ahead
-	stopFlush  chan struct{} // stops the flusher and the allocator
-	flushDone  chan struct{}
-	allocDone  chan struct{}
+	flushing   bool   // guarded by mu
+	allocating bool   // guarded by mu
+	syncedSeq  uint64 // guarded by mu: the last record an fdatasync covered
+	// prefaulted is where the records ended at the last prefault, and
+	// prefaultEnd where it stopped (offsets in the current file).
+	prefaulted, prefaultEnd int64         // guarded by mu
+	kick                    chan struct{} // asks the allocator to allocate room ahead
+	stopFlush               chan struct{} // stops the flusher and the allocator
+	flushDone               chan struct{}
+	allocDone               chan struct{}
 
 	lock       *os.File    // DIR/lock, flocked while the journal is open
 	compactCh  chan uint64 // journals below the number sent may be compacted
@@ -770,6 +773,7 @@ func (j *Journal) rotate() {
 	if j.mapped != nil {
 		j.unmap()
 		j.mapCur()
+		j.prefaulted, j.prefaultEnd = 0, 0
 	}
 	if j.closedBytes >= j.snapBytes && !j.closing { // Close closes compactCh
 		select {

@@ -119,7 +119,7 @@ func (j *Journal) writeOpen() {
 func (j *Journal) flush() {
 	defer close(j.flushDone)
 	ticks := j.opt.ticks
-	if ticks == nil && j.opt.Fsync == Interval {
+	if ticks == nil {
 		t := time.NewTicker(j.opt.Interval)
 		defer t.Stop()
 		ticks = t.C
@@ -155,10 +155,60 @@ func (j *Journal) allocator() {
 }
 
 // syncWritten fdatasyncs the records written since the last fdatasync, if
-// any, on the current file's lane.
+// any, on the current file's lane (under Interval), then prefaults the
+// mapping ahead of the records.
 func (j *Journal) syncWritten() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.opt.Fsync == Interval {
+		j.syncLocked()
+	}
+	j.prefault()
+}
+
+// prefaultMin and prefaultMax bound how far ahead of the records the
+// mapping is prefaulted: twice what was stored in the last interval.
+const (
+	prefaultMin = 64 << 10
+	prefaultMax = 4 << 20
+)
+
+// prefault makes the mapping's pages ahead of the records writable
+// (madvise MADV_POPULATE_WRITE), so that a store under mu rarely takes a
+// page fault: a write fault on a shared file page runs the file system's
+// page_mkwrite (ext4_page_mkwrite(), which starts a journal handle for the
+// time update and may wait for a commit), and under mu it stops every
+// change (`nlemu load --netns 512` under a loaded machine: 28 stores over
+// 1 ms, 1.4 s in all). An fdatasync write-protects the pages it cleans, so
+// this follows each one. Populating changes no byte, so it runs off mu
+// beside the stores; the mapping may be replaced meanwhile (a rotation),
+// and madvise on the old range then fails or populates nothing that
+// matters. Called with mu held; it drops it meanwhile.
+func (j *Journal) prefault() {
+	if j.mapped == nil || j.failed != nil {
+		return
+	}
+	stored := j.written - j.prefaulted
+	if stored <= 0 && j.prefaultEnd > j.written {
+		return // nothing stored since: the pages ahead are still writable
+	}
+	ahead := min(max(2*stored, prefaultMin), prefaultMax)
+	start := j.written &^ 4095
+	end := min(j.alloc, start+ahead, int64(len(j.mapped)))
+	j.prefaulted = j.written
+	if end <= start {
+		return
+	}
+	b := j.mapped[start:end]
+	j.mu.Unlock()
+	unix.Madvise(b, unix.MADV_POPULATE_WRITE) // EINVAL before Linux 5.14: no prefault
+	j.mu.Lock()
+	j.prefaultEnd = end
+}
+
+// syncLocked is syncWritten's fdatasync. Called with mu held; it drops it
+// meanwhile.
+func (j *Journal) syncLocked() {
 	if j.failed != nil || j.lastWritten == j.syncedSeq || len(j.lanes) == 0 {
 		return
 	}
