@@ -11,7 +11,7 @@ func hopEncap(m *rtnl.RouteMsg, has bool, typ uint16, nest []byte, off uint32) (
 	if !has {
 		return rtnl.Encap{}, nil
 	}
-	e, warn, _, err := rtnl.BuildEncap(typ, nest, off)
+	e, warn, _, err := rtnl.BuildEncap(typ, m.Family, nest, off)
 	if err != nil {
 		return rtnl.Encap{}, err
 	}
@@ -51,7 +51,7 @@ func MatchEncap(m *rtnl.RouteMsg) rtnl.Encap {
 	if !m.Has(rtnl.RTA_ENCAP) || !m.Has(rtnl.RTA_ENCAP_TYPE) || m.EncapType == 0 {
 		return rtnl.Encap{}
 	}
-	e, _, unimplemented, err := rtnl.BuildEncap(m.EncapType, m.Encap, m.Off(rtnl.RTA_ENCAP))
+	e, _, unimplemented, err := rtnl.BuildEncap(m.EncapType, m.Family, m.Encap, m.Off(rtnl.RTA_ENCAP))
 	if err != nil {
 		if !unimplemented && err.Msg != "" && m.Warning == "" {
 			m.Warning = err.Msg

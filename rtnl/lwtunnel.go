@@ -87,6 +87,7 @@ var ip6TunPolicy = policySet{strictStart: LWTUNNEL_IP_OPTS, pol: []policy{
 // Type 0 or above LWTUNNEL_ENCAP_MAX is EINVAL "Unknown LWT encapsulation
 // type" at the RTA_ENCAP attribute; a type this kernel has no module for
 // (ValidEncapType) EOPNOTSUPP "LWT encapsulation type not supported".
+// family is the route's (seg6's inline mode needs AF_INET6).
 // ip (2) and ip6 (4) are built as ip_tun_build_state() and
 // ip6_tun_build_state() do: nla_parse_nested_deprecated() with their policy
 // (a policy failure points at the nested attribute; bytes after the last
@@ -94,12 +95,13 @@ var ip6TunPolicy = policySet{strictStart: LWTUNNEL_IP_OPTS, pol: []policy{
 // values read as the kernel's nla_get_*() read them (the first bytes of a
 // longer attribute), the flags masked (tunnelFlagsKept). An empty
 // LWTUNNEL_IP_OPTS nest is no options; options themselves (geneve, vxlan,
-// erspan) are not implemented: EOPNOTSUPP with nlemu's text. The other
-// types this kernel has built in (seg6, bpf, seg6local) are not
-// implemented: EOPNOTSUPP with nlemu's text, and unimplemented is true, so
+// erspan) are not implemented: EOPNOTSUPP with nlemu's text. seg6 (5) is
+// built as seg6_build_state() does (buildSeg6). The other types this
+// kernel has built in (bpf, seg6local) are not implemented: EOPNOTSUPP
+// with nlemu's text, and unimplemented is true, so
 // that a delete can treat them as the kernel treats a state it cannot
 // build.
-func BuildEncap(typ uint16, nest []byte, off uint32) (e Encap, warning string, unimplemented bool, err *Error) {
+func BuildEncap(typ uint16, family uint8, nest []byte, off uint32) (e Encap, warning string, unimplemented bool, err *Error) {
 	if typ == LWTUNNEL_ENCAP_NONE || typ > lwtEncapMax {
 		return Encap{}, "", false, AttrError(syscall.EINVAL, "Unknown LWT encapsulation type", off)
 	}
@@ -113,8 +115,11 @@ func BuildEncap(typ uint16, nest []byte, off uint32) (e Encap, warning string, u
 	case LWTUNNEL_ENCAP_IP6:
 		e, warning, err = buildIPTun(typ, &ip6TunPolicy, 16, nest, off)
 		return e, warning, false, err
+	case LWTUNNEL_ENCAP_SEG6:
+		e, warning, err = buildSeg6(family, nest, off)
+		return e, warning, false, err
 	}
-	return Encap{}, "", true, Errorf(syscall.EOPNOTSUPP, "nlemu: this lwtunnel encapsulation type (seg6, bpf, seg6local) is not implemented")
+	return Encap{}, "", true, Errorf(syscall.EOPNOTSUPP, "nlemu: this lwtunnel encapsulation type (bpf, seg6local) is not implemented")
 }
 
 // buildIPTun is ip_tun_build_state() / ip6_tun_build_state() (alen 4 /
@@ -199,4 +204,105 @@ func ipTunOpts(a rawAttr) *Error {
 		}
 		return AttrError(syscall.EOPNOTSUPP, "nlemu: tunnel options (LWTUNNEL_IP_OPTS geneve, vxlan, erspan) are not implemented", o.off)
 	}
+}
+
+// Segment routing (seg6_iptunnel.h, seg6.h).
+const (
+	SEG6_IPTUNNEL_SRH = 1
+
+	SEG6_IPTUN_MODE_INLINE      = 0
+	SEG6_IPTUN_MODE_ENCAP       = 1
+	SEG6_IPTUN_MODE_L2ENCAP     = 2
+	SEG6_IPTUN_MODE_ENCAP_RED   = 3
+	SEG6_IPTUN_MODE_L2ENCAP_RED = 4
+
+	// ipv6SrcrtType4 is IPV6_SRCRT_TYPE_4, the segment routing header.
+	ipv6SrcrtType4 = 4
+	// seg6EncapHdrLen is sizeof(struct seg6_iptunnel_encap) (its int
+	// mode) and seg6SRHLen sizeof(struct ipv6_sr_hdr).
+	seg6EncapHdrLen = 4
+	seg6SRHLen      = 8
+)
+
+// seg6TunPolicy mirrors seg6_iptunnel_policy: SEG6_IPTUNNEL_SRH is
+// NLA_BINARY without a maximum.
+var seg6TunPolicy = policySet{pol: []policy{SEG6_IPTUNNEL_SRH: {}}}
+
+// buildSeg6 is seg6_build_state(): the liberal parse (the last
+// SEG6_IPTUNNEL_SRH wins; bytes after the last attribute warn), then bare
+// EINVAL for no SRH, one shorter than the mode, an SRH and one segment, a
+// mode outside 0..4, inline mode on a route that is not IPv6, and an SRH
+// seg6_validate_srh() refuses. The state is the attribute's payload, which
+// seg6_fill_encap_info() dumps whole (SEG6_IPTUN_ENCAP_SIZE() is its
+// length once validated) and seg6_encap_cmp() compares byte for byte.
+func buildSeg6(family uint8, nest []byte, off uint32) (Encap, string, *Error) {
+	var tun []byte
+	have := false
+	it := attrIter{b: nest, base: int(off) + nlaHdrLen}
+	for {
+		a, ok := it.next()
+		if !ok {
+			break
+		}
+		use, err := seg6TunPolicy.check(a, validateLiberal)
+		if err != nil {
+			return Encap{}, "", err
+		}
+		if use {
+			tun, have = a.data, true
+		}
+	}
+	warning := ""
+	if it.leftover() > 0 {
+		warning = "bytes leftover after parsing attributes"
+	}
+	einval := Errno(syscall.EINVAL)
+	if !have || len(tun) < seg6EncapHdrLen+seg6SRHLen+16 {
+		return Encap{}, "", einval
+	}
+	switch int32(ne.Uint32(tun)) {
+	case SEG6_IPTUN_MODE_INLINE:
+		if family != AF_INET6 {
+			return Encap{}, "", einval
+		}
+	case SEG6_IPTUN_MODE_ENCAP, SEG6_IPTUN_MODE_L2ENCAP, SEG6_IPTUN_MODE_ENCAP_RED, SEG6_IPTUN_MODE_L2ENCAP_RED:
+	default:
+		return Encap{}, "", einval
+	}
+	if !seg6ValidSRH(tun[seg6EncapHdrLen:]) {
+		return Encap{}, "", einval
+	}
+	b := appendPad(append(appendAttrHdr(nil, SEG6_IPTUNNEL_SRH, len(tun)), tun...), len(tun))
+	return Encap{Type: LWTUNNEL_ENCAP_SEG6, Attrs: string(b)}, warning, nil
+}
+
+// seg6ValidSRH is seg6_validate_srh(srh, len, false): a type 4 header
+// whose hdrlen covers exactly len bytes, segments_left at most
+// first_segment, first_segment within the segments, then TLVs (a type and
+// a length byte each) that end exactly at the end.
+func seg6ValidSRH(srh []byte) bool {
+	hdrlen, typ, segsLeft, first := int(srh[1]), srh[2], int(srh[3]), int(srh[4])
+	if typ != ipv6SrcrtType4 || (hdrlen+1)<<3 != len(srh) {
+		return false
+	}
+	if segsLeft > first || first > hdrlen/2-1 {
+		return false
+	}
+	off := seg6SRHLen + (first+1)<<4
+	trailing := len(srh) - off
+	if trailing < 0 {
+		return false
+	}
+	for trailing > 0 {
+		if trailing < 2 {
+			return false
+		}
+		n := 2 + int(srh[off+1])
+		trailing -= n
+		if trailing < 0 {
+			return false
+		}
+		off += n
+	}
+	return true
 }

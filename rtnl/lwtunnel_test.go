@@ -101,7 +101,7 @@ func TestBuildEncapLikeKernel(t *testing.T) {
 		{"mpls_module_missing", LWTUNNEL_ENCAP_MPLS, nil, want{Errno: syscall.EOPNOTSUPP, Msg: "LWT encapsulation type not supported", Offset: 44}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, warn, _, err := BuildEncap(tc.typ, tc.nest, lwtEncapOff)
+			e, warn, _, err := BuildEncap(tc.typ, AF_INET, tc.nest, lwtEncapOff)
 			var got want
 			if err != nil {
 				got = want{Errno: err.Errno, Msg: err.Msg, Offset: err.Offset, Policy: err.Policy != nil}
@@ -124,7 +124,7 @@ func TestBuildEncapLikeKernel(t *testing.T) {
 func TestBuildEncapFlagsDropOptionBits(t *testing.T) {
 	for _, typ := range []uint16{LWTUNNEL_ENCAP_IP, LWTUNNEL_ENCAP_IP6} {
 		for _, f := range []uint16{0x0800, 0x1000, 0x4000, 0x8000} {
-			e, _, _, err := BuildEncap(typ, lwtAttr(LWTUNNEL_IP_FLAGS, binary.BigEndian.AppendUint16(nil, f|0x2000)), 0)
+			e, _, _, err := BuildEncap(typ, AF_INET, lwtAttr(LWTUNNEL_IP_FLAGS, binary.BigEndian.AppendUint16(nil, f|0x2000)), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,12 +136,12 @@ func TestBuildEncapFlagsDropOptionBits(t *testing.T) {
 	}
 }
 
-// TestBuildEncapUnimplementedTypes: seg6, bpf and seg6local are built into
+// TestBuildEncapUnimplementedTypes: bpf and seg6local are built into
 // the reference kernel but not into nlemu: refused, and marked so that a
 // delete matches as the kernel does when it cannot build the state.
 func TestBuildEncapUnimplementedTypes(t *testing.T) {
-	for _, typ := range []uint16{LWTUNNEL_ENCAP_SEG6, LWTUNNEL_ENCAP_BPF, LWTUNNEL_ENCAP_SEG6_LOCAL} {
-		_, _, unimpl, err := BuildEncap(typ, nil, 0)
+	for _, typ := range []uint16{LWTUNNEL_ENCAP_BPF, LWTUNNEL_ENCAP_SEG6_LOCAL} {
+		_, _, unimpl, err := BuildEncap(typ, AF_INET, nil, 0)
 		if err == nil || err.Errno != syscall.EOPNOTSUPP || !unimpl {
 			t.Errorf("type %d: err %v unimplemented %v, want EOPNOTSUPP and true", typ, err, unimpl)
 		}
@@ -154,7 +154,7 @@ func TestBuildEncapUnimplementedTypes(t *testing.T) {
 // finds them; a different value does not.
 func TestBuildEncapEqualStatesCompareEqual(t *testing.T) {
 	build := func(nest []byte) Encap {
-		e, _, _, err := BuildEncap(LWTUNNEL_ENCAP_IP, nest, 0)
+		e, _, _, err := BuildEncap(LWTUNNEL_ENCAP_IP, AF_INET, nest, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,6 +174,70 @@ func TestBuildEncapEqualStatesCompareEqual(t *testing.T) {
 	}
 }
 
+// seg6Tun is a struct seg6_iptunnel_encap: the mode, then an SRH of the
+// given type, segments_left and first_segment over body (segments and
+// TLVs), its hdrlen covering body.
+func seg6Tun(mode int32, typ, segsLeft, first uint8, body []byte) []byte {
+	b := ne.AppendUint32(nil, uint32(mode))
+	b = append(b, 0, uint8(len(body)/8), typ, segsLeft, first, 0, 0, 0)
+	return append(b, body...)
+}
+
+// TestSeg6LikeKernel replays seg6 encapsulations sent to Linux 6.18 (on
+// IPv4 routes unless noted): accepted ones are dumped as given
+// (seg6_fill_encap_info()), refused ones are bare EINVAL.
+func TestSeg6LikeKernel(t *testing.T) {
+	seg := lwtHex("fc000000000000000000000000000001")
+	seg2 := append(lwtHex("fc000000000000000000000000000002"), seg...)
+	srh := func(tun []byte) []byte { return lwtAttr(SEG6_IPTUNNEL_SRH, tun) }
+	for _, tc := range []struct {
+		name   string
+		family uint8
+		nest   []byte
+		ok     bool
+	}{
+		{"encap_one_segment", AF_INET, srh(seg6Tun(1, 4, 0, 0, seg)), true},
+		{"encap_two_segments", AF_INET, srh(seg6Tun(1, 4, 1, 1, seg2)), true},
+		{"inline_ipv4_refused", AF_INET, srh(seg6Tun(0, 4, 0, 0, seg)), false},
+		{"inline_ipv6", AF_INET6, srh(seg6Tun(0, 4, 0, 0, seg)), true},
+		{"l2encap", AF_INET, srh(seg6Tun(2, 4, 0, 0, seg)), true},
+		{"encap_red", AF_INET, srh(seg6Tun(3, 4, 0, 0, seg)), true},
+		{"l2encap_red", AF_INET, srh(seg6Tun(4, 4, 0, 0, seg)), true},
+		{"mode_5", AF_INET, srh(seg6Tun(5, 4, 0, 0, seg)), false},
+		{"mode_minus_1", AF_INET, srh(seg6Tun(-1, 4, 0, 0, seg)), false},
+		{"no_srh", AF_INET, lwtAttr(2, nil), false},
+		{"short", AF_INET, srh(seg6Tun(1, 4, 0, 0, seg)[:27]), false},
+		{"srh_type_3", AF_INET, srh(seg6Tun(1, 3, 0, 0, seg)), false},
+		{"segments_left_above_first", AF_INET, srh(seg6Tun(1, 4, 1, 0, seg)), false},
+		{"first_segment_beyond_segments", AF_INET, srh(seg6Tun(1, 4, 0, 1, seg)), false},
+		{"tlv_fits", AF_INET, srh(seg6Tun(1, 4, 0, 0, append(append([]byte{}, seg...), 5, 6, 0, 0, 0, 0, 0, 0))), true},
+		{"tlv_overruns", AF_INET, srh(seg6Tun(1, 4, 0, 0, append(append([]byte{}, seg...), 5, 7, 0, 0, 0, 0, 0, 0))), false},
+		{"bytes_after_srh", AF_INET, srh(append(seg6Tun(1, 4, 0, 0, seg), make([]byte, 8)...)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, _, err := BuildEncap(LWTUNNEL_ENCAP_SEG6, tc.family, tc.nest, lwtEncapOff)
+			if !tc.ok {
+				if err == nil || err.Errno != syscall.EINVAL || err.Msg != "" {
+					t.Fatalf("got %v, want a bare EINVAL", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(hex.EncodeToString(tc.nest), hex.EncodeToString([]byte(e.Attrs))); d != "" {
+				t.Errorf("dump (-sent +dumped):\n%s", d)
+			}
+		})
+	}
+	// The last SEG6_IPTUNNEL_SRH wins (nla_parse()).
+	two := append(srh(seg6Tun(1, 4, 0, 0, seg)), srh(seg6Tun(1, 4, 0, 0, seg2[:16]))...)
+	e, _, _, err := BuildEncap(LWTUNNEL_ENCAP_SEG6, AF_INET, two, lwtEncapOff)
+	if err != nil || e.Attrs != string(srh(seg6Tun(1, 4, 0, 0, seg2[:16]))) {
+		t.Errorf("two SRH attributes: %x, %v; want the second", e.Attrs, err)
+	}
+}
+
 // FuzzBuildEncap: any nest either fails with an extack pointing inside the
 // request or builds a state whose attributes parse back to the fixed
 // layout of its type.
@@ -181,22 +245,26 @@ func FuzzBuildEncap(f *testing.F) {
 	f.Add(uint16(LWTUNNEL_ENCAP_IP), lwtAttr(LWTUNNEL_IP_DST, []byte{1, 2, 3, 4}))
 	f.Add(uint16(LWTUNNEL_ENCAP_IP6), lwtCat(lwtRaw(1, make([]byte, 8)), lwtAttr(2, make([]byte, 16)), lwtRaw(4, []byte{0})))
 	f.Add(uint16(LWTUNNEL_ENCAP_IP), lwtAttr(8|nlaFNested, lwtAttr(2, nil)))
+	f.Add(uint16(LWTUNNEL_ENCAP_SEG6), lwtAttr(SEG6_IPTUNNEL_SRH, seg6Tun(1, 4, 0, 0, make([]byte, 16))))
 	f.Fuzz(func(t *testing.T, typ uint16, nest []byte) {
-		e, _, _, err := BuildEncap(typ, nest, lwtEncapOff)
+		e, _, _, err := BuildEncap(typ, AF_INET6, nest, lwtEncapOff)
 		if err != nil {
 			if err.Offset != 0 && (err.Offset < lwtEncapOff || err.Offset >= lwtEncapOff+nlaHdrLen+uint32(len(nest))) {
 				t.Fatalf("offset %d outside the nest", err.Offset)
 			}
 			return
 		}
-		n := 0
+		n, wantN, maxType := 0, 6, uint16(LWTUNNEL_IP_FLAGS)
+		if e.Type == LWTUNNEL_ENCAP_SEG6 {
+			wantN, maxType = 1, SEG6_IPTUNNEL_SRH
+		}
 		for a := range Attrs([]byte(e.Attrs)) {
 			n++
-			if a.Type < LWTUNNEL_IP_ID || a.Type > LWTUNNEL_IP_FLAGS {
+			if a.Type < 1 || a.Type > maxType {
 				t.Fatalf("dumped type %d", a.Type)
 			}
 		}
-		if n != 6 || AttrsLeftover([]byte(e.Attrs)) != 0 {
+		if n != wantN || AttrsLeftover([]byte(e.Attrs)) != 0 {
 			t.Fatalf("%d attributes, %d left over", n, AttrsLeftover([]byte(e.Attrs)))
 		}
 	})
