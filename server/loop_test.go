@@ -19,10 +19,17 @@ import (
 // loopConnsRegistered is the number of connections the event loops hold.
 func loopConnsRegistered() int64 {
 	var n int64
-	for _, l := range loops {
+	for _, l := range startedLoops() {
 		n += l.conns.Load()
 	}
 	return n
+}
+
+// startedLoops is the event loops (started if need be, through their
+// sync.Once, so that reading them is ordered after their start).
+func startedLoops() []*evloop {
+	ls, _ := startLoops()
+	return ls
 }
 
 // waitFor polls cond until it holds (10 s at most).
@@ -83,7 +90,7 @@ func TestLoopManyConnectionsAnsweredInOrder(t *testing.T) {
 	if loopRead < total/2 {
 		t.Errorf("%d concurrent connections: only %d of %d requests read by the loops", conns, loopRead, total)
 	}
-	t.Logf("%d loops; %d requests read by them, %d in busy mode", len(loops), loopRead, busyRead)
+	t.Logf("%d loops; %d requests read by them, %d in busy mode", len(startedLoops()), loopRead, busyRead)
 }
 
 // TestLoopSlowReaderDumpStallsNoOtherConnection: a client that asks for a
@@ -111,7 +118,7 @@ func TestLoopSlowReaderDumpStallsNoOtherConnection(t *testing.T) {
 	}
 	// Enough other connections that every loop, the slow one's among
 	// them, serves some (placement is least-loaded).
-	others := 4 * len(loops)
+	others := 4 * len(startedLoops())
 	var wg sync.WaitGroup
 	for k := range others {
 		wg.Add(1)
@@ -241,7 +248,7 @@ func TestLoopJournalWaitsOffTheLoop(t *testing.T) {
 	waitFor(t, "the first change to wait for its record", func() bool { return j.waiting.Load() == 1 })
 	// Reads answered while the record waits: a GET is not journaled.
 	var wg sync.WaitGroup
-	for k := range 4 * len(loops) {
+	for k := range 4 * len(startedLoops()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -339,9 +346,9 @@ func TestLoopThreadsStayFew(t *testing.T) {
 	// The loops were started by an earlier test or by this one's first
 	// connection; the Go clients' blocking receives take threads of
 	// their own (each a syscall the runtime may hand off).
-	limit := before + len(loops) + cap(busySlots) + 24
+	limit := before + len(startedLoops()) + cap(busySlots) + 24
 	if peak > limit {
 		t.Errorf("%d busy connections: %d threads at the peak, %d before (limit %d)", conns, peak, before, limit)
 	}
-	t.Logf("threads: %d before, %d at the peak, %d loops", before, peak, len(loops))
+	t.Logf("threads: %d before, %d at the peak, %d loops", before, peak, len(startedLoops()))
 }
