@@ -15,10 +15,10 @@ import (
 
 // fsyncUsage is --fsync's help: each policy's promise (docs/STATE.md).
 const fsyncUsage = `with --state, when a change's ACK is sent and what it survives:
-interval: once the record is written to the OS; survives a crash or SIGKILL of the server; an fdatasync every --fsync-interval covers every record written meanwhile, so a crash of the machine loses at most that interval's changes;
+interval: once the record is in the OS (the page cache); survives a crash or SIGKILL of the server; an fdatasync every --fsync-interval covers every record stored before it starts, so a crash of the machine loses at most the changes acknowledged in the last interval and during the fdatasync then running;
 group: after an fdatasync shared with concurrent changes; survives a crash of the machine;
 always: after the change's own fdatasync; survives a crash of the machine;
-none: once written to the OS; survives a crash of the server, not of the machine`
+none: once the record is in the OS, never synced but at a file rotation and a clean stop; survives a crash of the server, not of the machine`
 
 // policyFlags registers --fsync and --fsync-interval on fs; the function it
 // returns parses them.
