@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/rand"
 	"net/netip"
+	"syscall"
 	"testing"
+
+	"github.com/nlemu/nlemu/rtnl"
 )
 
 // ixRefLPM is the slow obvious reference: a linear scan of every stored
@@ -260,6 +263,33 @@ func TestAddrWordsLayout(t *testing.T) {
 		}
 		if got != want {
 			t.Fatalf("%v/%d: withWords %v, Masked %v", a, bits, got, want)
+		}
+	}
+}
+
+// TestLookupAllocatesNothing is issue 9's first acceptance line as a test:
+// Lookup and LookupBatch (hints on and off) allocate nothing, both
+// families, on the fast path (a full read index) and the rule walk.
+func TestLookupAllocatesNothing(t *testing.T) {
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		for _, rules := range []bool{false, true} {
+			f, keys := benchFIB(t, fam, 2000, rules)
+			res := make([]Result, 64)
+			errs := make([]syscall.Errno, 64)
+			i := 0
+			cases := map[string]func(){
+				"Lookup": func() {
+					f.Lookup(keys[i%len(keys)])
+					i++
+				},
+				"LookupBatch":        func() { f.LookupBatch(keys[:64], res, errs) },
+				"LookupBatchNoHints": func() { f.LookupBatchNoHints(keys[:64], res, errs) },
+			}
+			for name, fn := range cases {
+				if n := testing.AllocsPerRun(500, fn); n != 0 {
+					t.Errorf("family %d rules %v: %s allocates %.1f times per call", fam, rules, name, n)
+				}
+			}
 		}
 	}
 }

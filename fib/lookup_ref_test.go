@@ -606,7 +606,21 @@ func checkBatch(t *testing.T, f *FIB, flows []flow.Key, want []refAnswer, what s
 // answered by FIB.Lookup and by the reference, compared with cmp.Diff; the
 // same flows, in bursts of 1–64 that repeat destinations with one other
 // key field changed, through LookupBatch with and without hints.
-func TestLookupMatchesReference(t *testing.T) {
+func TestLookupMatchesReference(t *testing.T) { lookupMatchesReference(t) }
+
+// TestLookupMatchesReferenceIndexed is TestLookupMatchesReference with the
+// read index's thresholds lowered (index.go) so that the random tables of a
+// few dozen routes use every index mode: tiny lists, full indexes, slow
+// buckets answered by bart, and the switches between them under the
+// rounds' churn.
+func TestLookupMatchesReferenceIndexed(t *testing.T) {
+	saved := [4]int{tinyMax, fullMin, fullDrop, bucketMax}
+	defer func() { tinyMax, fullMin, fullDrop, bucketMax = saved[0], saved[1], saved[2], saved[3] }()
+	tinyMax, fullMin, fullDrop, bucketMax = 2, 6, 3, 2
+	lookupMatchesReference(t)
+}
+
+func lookupMatchesReference(t *testing.T) {
 	const rounds, flowsPerRound = 100, 1000
 	for _, v6 := range []bool{false, true} {
 		fam := uint8(rtnl.AF_INET)
@@ -663,6 +677,22 @@ func (g *refGen) round(t *testing.T, fam uint8, round int) (*FIB, *refFIB) {
 			ref.routes = append(ref.routes, r)
 		}
 	}
+	// Churn: a quarter of the routes go again (RemoveIf), chosen by a
+	// function of the route both sides agree on, so that the tables'
+	// indexes have seen deletions too.
+	salt := g.rng.Intn(1 << 20)
+	gone := func(r *Route) bool {
+		a := r.Dst.Addr().As16()
+		return (int(a[15])+int(a[3])+r.Dst.Bits()+int(r.Table)+int(r.Priority)+int(r.Tos)+salt)%4 == 0
+	}
+	tb.RemoveIf(gone, false)
+	kept := ref.routes[:0]
+	for i := range ref.routes {
+		if !gone(&ref.routes[i]) {
+			kept = append(kept, ref.routes[i])
+		}
+	}
+	ref.routes = kept
 	// A quarter of the rounds keep the default rules (the fast
 	// paths); the rest get custom rules.
 	if round%4 != 0 {
