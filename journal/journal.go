@@ -230,11 +230,15 @@ type Journal struct {
 	syncedSeq  uint64 // guarded by mu: the last record an fdatasync covered
 	// prefaulted is where the records ended at the last prefault, and
 	// prefaultEnd where it stopped (offsets in the current file).
-	prefaulted, prefaultEnd int64         // guarded by mu
-	kick                    chan struct{} // asks the allocator to allocate room ahead
-	stopFlush               chan struct{} // stops the flusher and the allocator
-	flushDone               chan struct{}
-	allocDone               chan struct{}
+	prefaulted, prefaultEnd int64 // guarded by mu
+	// wroteBack is where the flusher's last write-back of whole pages
+	// ended, in journal wroteBackNum.
+	wroteBack    int64         // guarded by mu
+	wroteBackNum uint64        // guarded by mu
+	kick         chan struct{} // asks the allocator to allocate room ahead
+	stopFlush    chan struct{} // stops the flusher and the allocator
+	flushDone    chan struct{}
+	allocDone    chan struct{}
 
 	lock       *os.File    // DIR/lock, flocked while the journal is open
 	compactCh  chan uint64 // journals below the number sent may be compacted

@@ -214,9 +214,28 @@ func (j *Journal) syncLocked() {
 	}
 	j.flushing = true
 	f, upto := j.lanes[0], j.lastWritten
+	// The pages below the one the records end in are whole: no store
+	// touches them again. Writing them back first leaves the fdatasync
+	// the last page or two, so it write-protects (and stores then fault
+	// on) only those, for a short time (a mapped file stored into at
+	// 20 MB/s with an fdatasync every 10 ms on this machine: 279 ms of
+	// stores over 100 µs in 2.4 s, longest 86 ms; writing back first: 179
+	// ms, longest 13 ms).
+	whole := j.written &^ 4095
+	from := min(j.wroteBack, whole)
+	if j.curNum != j.wroteBackNum {
+		from = 0
+	}
+	num := j.curNum
 	j.mu.Unlock()
 	t0 := time.Now()
-	err := f.Sync()
+	var err error
+	if rw, ok := f.(rangeWriter); ok && whole > from {
+		err = rw.WriteBack(from, whole-from)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
 	took := time.Since(t0)
 	j.mu.Lock()
 	j.flushing = false
@@ -231,6 +250,7 @@ func (j *Journal) syncLocked() {
 		return
 	}
 	j.syncedSeq = max(j.syncedSeq, upto)
+	j.wroteBack, j.wroteBackNum = whole, num
 }
 
 // The mapped path. When the current file can be mapped (every file on
