@@ -117,43 +117,56 @@ type tinyEnt struct {
 	l                leaf
 }
 
-// parr is a persistent array of 65,536 pointers in 256 chunks of 256: a
-// nil chunk reads as 256 nil slots.
+// parr is a persistent array of 65,536 pointers: 16 groups of 64 chunks
+// of 64 slots (4 + 6 + 6 bits). A nil group or chunk reads as nil slots.
+// Small levels keep a change cheap: one slot copies the 128-byte top, a
+// 512-byte group and a 512-byte chunk (BenchmarkIndexUpkeep), where
+// 256 × 256 copied 4 KB; the top and the groups are few and stay in cache,
+// so a read pays one more load, from L1.
 type parr[T any] struct {
-	c [256]*[256]*T
+	g [16]*[64]*[64]*T
 }
 
 func (a *parr[T]) get(i uint32) *T {
 	if a == nil {
 		return nil
 	}
-	c := a.c[(i>>8)&0xff]
+	g := a.g[(i>>12)&0xf]
+	if g == nil {
+		return nil
+	}
+	c := g[(i>>6)&0x3f]
 	if c == nil {
 		return nil
 	}
-	return c[i&0xff]
+	return c[i&0x3f]
 }
 
 // update returns a copy of a with slots [lo, lo+n) replaced by f(old),
-// copying the directory once and each touched chunk once.
+// copying the top once and each touched group and chunk once.
 func (a *parr[T]) update(lo, n uint32, f func(*T) *T) *parr[T] {
 	na := new(parr[T])
 	if a != nil {
 		*na = *a
 	}
-	for ci := lo >> 8; ci <= (lo+n-1)>>8; ci++ {
-		var c *[256]*T
-		if old := na.c[ci]; old != nil {
-			cp := *old
-			c = &cp
-		} else {
-			c = new([256]*T)
+	end := lo + n
+	for gi := lo >> 12; gi <= (end-1)>>12; gi++ {
+		g := new([64]*[64]*T)
+		if old := na.g[gi]; old != nil {
+			*g = *old
 		}
-		start, end := max(lo, ci<<8), min(lo+n, (ci+1)<<8)
-		for i := start; i < end; i++ {
-			c[i&0xff] = f(c[i&0xff])
+		gend := min(end, (gi+1)<<12) // the group's last slot + 1
+		for ci := max(lo, gi<<12) >> 6; ci<<6 < gend; ci++ {
+			c := new([64]*T)
+			if old := g[ci&0x3f]; old != nil {
+				*c = *old
+			}
+			for i := max(lo, ci<<6); i < min(end, (ci+1)<<6); i++ {
+				c[i&0x3f] = f(c[i&0x3f])
+			}
+			g[ci&0x3f] = c
 		}
-		na.c[ci] = c
+		na.g[gi] = g
 	}
 	return na
 }

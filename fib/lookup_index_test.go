@@ -293,3 +293,73 @@ func TestLookupAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIndexUpkeep is what the read index adds to a route change: one
+// insert and one delete in an IPv4 main table of 40,000 /24s (fillFast),
+// with the index (index) and with every table left on bart (bart-only,
+// fullMin out of reach), side by side; and the retained heap per route of
+// the two.
+func BenchmarkIndexUpkeep(b *testing.B) {
+	saved := [2]int{fullMin, tinyMax}
+	defer func() { fullMin, tinyMax = saved[0], saved[1] }()
+	for _, c := range []struct {
+		name      string
+		min, tiny int
+	}{{"index", saved[0], saved[1]}, {"bart-only", 1 << 30, -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			fullMin, tinyMax = c.min, c.tiny
+			const n = 40000
+			before := heapInUse()
+			tb := NewIPv4()
+			fillFast(tb, n)
+			perRoute := float64(heapInUse()-before) / n
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, err := tb.Insert(route4(n+i), fAdd); err != nil {
+					b.Fatal(err)
+				}
+				m := Match{Family: afInet, Table: tableMain, Dst: route4(i).Dst, Scope: rtnl.RT_SCOPE_NOWHERE}
+				if _, err := tb.Delete(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(perRoute, "B/route")
+		})
+	}
+}
+
+// TestParrUpdateCopiesOnlyTouchedChunks: an update of one slot or of a
+// span copies the chunks it touches and shares every other one with the
+// previous version; the previous version reads as before.
+func TestParrUpdateCopiesOnlyTouchedChunks(t *testing.T) {
+	one := func(v int) func(*int) *int { return func(*int) *int { return &v } }
+	var a *parr[int]
+	for _, i := range []uint32{0, 63, 64, 4095, 4096, 65535} {
+		a = a.update(i, 1, one(int(i)))
+	}
+	b := a.update(100, 200, one(-1)) // slots 100..299: chunks 1..4 of group 0
+	for i := uint32(0); i < 1<<16; i++ {
+		if i >= 100 && i < 300 {
+			if got := b.get(i); got == nil || *got != -1 {
+				t.Fatalf("slot %d after the span: %v", i, got)
+			}
+		} else if b.get(i) != a.get(i) {
+			t.Fatalf("slot %d outside the span changed", i)
+		}
+	}
+	for ci := range 64 {
+		shared := a.g[0][ci] == b.g[0][ci]
+		if touched := ci >= 1 && ci <= 4; shared == touched {
+			t.Errorf("group 0 chunk %d: shared %v, touched %v", ci, shared, touched)
+		}
+	}
+	for gi := 1; gi < 16; gi++ {
+		if a.g[gi] != b.g[gi] {
+			t.Errorf("group %d copied by an update of group 0", gi)
+		}
+	}
+	if got := a.get(150); got != nil {
+		t.Errorf("old version's slot 150 = %v, want nil", *got)
+	}
+}
