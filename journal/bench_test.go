@@ -12,7 +12,7 @@ import (
 // BenchmarkApplyParallel: P clients, each in its own namespace, each
 // waiting for every change's ACK (as nlemu load's clients do), with a
 // handler that does nothing: what the journal alone costs per change,
-// and how many changes share a write.
+// and how many writes it takes, under each policy.
 func BenchmarkApplyParallel(b *testing.B) {
 	for _, pol := range []Policy{Interval, None, Group} {
 		for _, p := range []int{1, 64, 512} {
@@ -55,7 +55,9 @@ func benchApply(b *testing.B, pol Policy, p int) {
 			wg.Wait()
 			b.StopTimer()
 			st := j.Stats()
-			b.ReportMetric(float64(st.Records-before.Records)/float64(max(st.Batches-before.Batches, 1)), "records/write")
+			// Stored records (interval and none on a file on disk) take no
+			// write at all: 0 writes per 1,000 changes.
+			b.ReportMetric(1000*float64(st.Batches-before.Batches)/float64(max(st.Records-before.Records, 1)), "writes/1000changes")
 		}
 	}
 }
