@@ -1,8 +1,11 @@
 // Package journal makes a server's state survive a restart (`nlemu serve
 // --state DIR`, docs/STATE.md): an append-only journal of the accepted
 // changes — namespace adds and deletes, and every rtnetlink request that
-// succeeded, as the bytes it arrived as — with group commit, compaction
-// into a snapshot, and restore by replaying the records through the same
+// succeeded, as the bytes it arrived as — stored into the file's shared
+// mapping and synced by a background flusher (Interval, the default of
+// `nlemu serve`; None) or written with group commit (Group, Always),
+// compaction into a snapshot (live namespaces' rule histories rewritten as
+// their rules), and restore by replaying the records through the same
 // handlers before the socket is served.
 //
 // Ordering: a namespace's changes are recorded under a per-namespace mutex
@@ -83,6 +86,8 @@ func ParsePolicy(s string) (Policy, bool) {
 
 // Options configure a Journal.
 type Options struct {
+	// Fsync is the policy. Its zero value is Group; `nlemu serve --state`
+	// defaults to Interval.
 	Fsync Policy
 	// Interval is the period of the flusher's fdatasync under Interval
 	// (default DefaultInterval).
