@@ -90,10 +90,10 @@ func internKey(r *Route) string {
 		if h.Encap.IsZero() {
 			b = append(b, 0)
 		} else {
+			k := h.Encap.Key()
 			b = append(b, 1)
-			b = binary.BigEndian.AppendUint16(b, h.Encap.Type)
-			b = binary.BigEndian.AppendUint16(b, uint16(len(h.Encap.Attrs)))
-			b = append(b, h.Encap.Attrs...)
+			b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+			b = append(b, k...)
 		}
 	}
 	return string(b)

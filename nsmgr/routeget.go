@@ -607,7 +607,7 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 		if !nh.Encap.IsZero() {
 			// rt_fill_info(): the dst's lwtstate (rt_set_nexthop()
 			// takes the hop's).
-			m.EncapType, m.Encap = nh.Encap.Type, []byte(nh.Encap.Attrs)
+			m.EncapType, m.Encap = nh.Encap.Type(), nh.Encap.Attrs()
 			m.Set(rtnl.RTA_ENCAP)
 			m.Set(rtnl.RTA_ENCAP_TYPE)
 		}
@@ -782,7 +782,7 @@ func (ns *Namespace) fill6(m *rtnl.RouteMsg, k *flow.Key, iif int32, res *fib.Re
 	// ip6_rt_init_dst_reject() first: a route on lo that is not local or
 	// anycast.
 	if !nh.Encap.IsZero() && !(nh.Dev == loIndex && r.Type != rtnl.RTN_LOCAL && r.Type != rtnl.RTN_ANYCAST) {
-		m.EncapType, m.Encap = nh.Encap.Type, []byte(nh.Encap.Attrs)
+		m.EncapType, m.Encap = nh.Encap.Type(), nh.Encap.Attrs()
 		m.Set(rtnl.RTA_ENCAP)
 		m.Set(rtnl.RTA_ENCAP_TYPE)
 	}

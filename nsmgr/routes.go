@@ -346,7 +346,7 @@ func fillRoute(m *rtnl.RouteMsg, r *fib.Route) {
 		if !h.Encap.IsZero() {
 			// lwtunnel_fill_encap(): RTA_ENCAP (no NLA_F_NESTED), then
 			// RTA_ENCAP_TYPE.
-			m.EncapType, m.Encap = h.Encap.Type, []byte(h.Encap.Attrs)
+			m.EncapType, m.Encap = h.Encap.Type(), h.Encap.Attrs()
 			m.Set(rtnl.RTA_ENCAP)
 			m.Set(rtnl.RTA_ENCAP_TYPE)
 		}
@@ -367,7 +367,7 @@ func fillRoute(m *rtnl.RouteMsg, r *fib.Route) {
 				nh.Set(rtnl.RTA_FLOW)
 			}
 			if !h.Encap.IsZero() {
-				nh.EncapType, nh.Encap = h.Encap.Type, []byte(h.Encap.Attrs)
+				nh.EncapType, nh.Encap = h.Encap.Type(), h.Encap.Attrs()
 				nh.Set(rtnl.RTA_ENCAP)
 				nh.Set(rtnl.RTA_ENCAP_TYPE)
 			}

@@ -47,12 +47,37 @@ const tunnelFlagsKept = 0x27ff
 // kernel's cmp_encap compares (ip_tun_cmp_encap() memcmp()s the
 // ip_tunnel_info, which holds only what the dump prints).
 type Encap struct {
-	Type  uint16
-	Attrs string
+	// s is the type (2 bytes, big endian) then the attributes; "" is no
+	// encapsulation. One string keeps a route hop 16 bytes larger, not 24.
+	s string
+}
+
+// MakeEncap returns the state of type typ whose dump is attrs.
+func MakeEncap(typ uint16, attrs []byte) Encap {
+	return Encap{s: string(be.AppendUint16(nil, typ)) + string(attrs)}
 }
 
 // IsZero reports no encapsulation.
-func (e Encap) IsZero() bool { return e.Type == LWTUNNEL_ENCAP_NONE }
+func (e Encap) IsZero() bool { return e.s == "" }
+
+// Type is the LWTUNNEL_ENCAP_* type (0 when none).
+func (e Encap) Type() uint16 {
+	if e.s == "" {
+		return LWTUNNEL_ENCAP_NONE
+	}
+	return be.Uint16([]byte(e.s[:2]))
+}
+
+// Attrs returns a copy of the attributes RTA_ENCAP carries.
+func (e Encap) Attrs() []byte {
+	if e.s == "" {
+		return nil
+	}
+	return []byte(e.s[2:])
+}
+
+// Key is the state as one comparable string (for interning keys).
+func (e Encap) Key() string { return e.s }
 
 // ipTunPolicy mirrors ip_tun_policy (net/ipv4/ip_tunnel_core.c).
 var ipTunPolicy = policySet{strictStart: LWTUNNEL_IP_OPTS, pol: []policy{
@@ -186,7 +211,7 @@ func buildIPTun(typ uint16, ps *policySet, alen int, nest []byte, off uint32) (E
 	b = appendPad(append(appendAttrHdr(b, LWTUNNEL_IP_TOS, 1), tos), 1)
 	b = appendPad(append(appendAttrHdr(b, LWTUNNEL_IP_TTL, 1), ttl), 1)
 	b = appendPad(be.AppendUint16(appendAttrHdr(b, LWTUNNEL_IP_FLAGS, 2), flags), 2)
-	return Encap{Type: typ, Attrs: string(b)}, warning, nil
+	return MakeEncap(typ, b), warning, nil
 }
 
 // ipTunOpts is ip_tun_get_optlen()'s strict parse of LWTUNNEL_IP_OPTS
@@ -273,7 +298,7 @@ func buildSeg6(family uint8, nest []byte, off uint32) (Encap, string, *Error) {
 		return Encap{}, "", einval
 	}
 	b := appendPad(append(appendAttrHdr(nil, SEG6_IPTUNNEL_SRH, len(tun)), tun...), len(tun))
-	return Encap{Type: LWTUNNEL_ENCAP_SEG6, Attrs: string(b)}, warning, nil
+	return MakeEncap(LWTUNNEL_ENCAP_SEG6, b), warning, nil
 }
 
 // seg6ValidSRH is seg6_validate_srh(srh, len, false): a type 4 header

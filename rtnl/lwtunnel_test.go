@@ -106,9 +106,9 @@ func TestBuildEncapLikeKernel(t *testing.T) {
 			if err != nil {
 				got = want{Errno: err.Errno, Msg: err.Msg, Offset: err.Offset, Policy: err.Policy != nil}
 			} else {
-				got = want{Attrs: hex.EncodeToString([]byte(e.Attrs)), Warning: warn}
-				if e.Type != tc.typ {
-					t.Errorf("type %d, want %d", e.Type, tc.typ)
+				got = want{Attrs: hex.EncodeToString(e.Attrs()), Warning: warn}
+				if e.Type() != tc.typ {
+					t.Errorf("type %d, want %d", e.Type(), tc.typ)
 				}
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
@@ -128,7 +128,7 @@ func TestBuildEncapFlagsDropOptionBits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := []byte(e.Attrs)
+			a := e.Attrs()
 			if got := binary.BigEndian.Uint16(a[len(a)-4:]); got != 0x2000 {
 				t.Errorf("type %d flags %#x: stored %#x, want 0x2000", typ, f|0x2000, got)
 			}
@@ -166,7 +166,7 @@ func TestBuildEncapEqualStatesCompareEqual(t *testing.T) {
 		lwtCat(lwtAttr(LWTUNNEL_IP_ID, make([]byte, 8)), lwtAttr(LWTUNNEL_IP_DST, []byte{10, 0, 0, 1}), lwtAttr(LWTUNNEL_IP_FLAGS, []byte{0x08, 0})),
 	} {
 		if b := build(nest); b != a {
-			t.Errorf("%x: %x, want %x", nest, b.Attrs, a.Attrs)
+			t.Errorf("%x: %x, want %x", nest, b.Attrs(), a.Attrs())
 		}
 	}
 	if b := build(lwtAttr(LWTUNNEL_IP_DST, []byte{10, 0, 0, 2})); b == a {
@@ -225,7 +225,7 @@ func TestSeg6LikeKernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(hex.EncodeToString(tc.nest), hex.EncodeToString([]byte(e.Attrs))); d != "" {
+			if d := cmp.Diff(hex.EncodeToString(tc.nest), hex.EncodeToString(e.Attrs())); d != "" {
 				t.Errorf("dump (-sent +dumped):\n%s", d)
 			}
 		})
@@ -233,8 +233,8 @@ func TestSeg6LikeKernel(t *testing.T) {
 	// The last SEG6_IPTUNNEL_SRH wins (nla_parse()).
 	two := append(srh(seg6Tun(1, 4, 0, 0, seg)), srh(seg6Tun(1, 4, 0, 0, seg2[:16]))...)
 	e, _, _, err := BuildEncap(LWTUNNEL_ENCAP_SEG6, AF_INET, two, lwtEncapOff)
-	if err != nil || e.Attrs != string(srh(seg6Tun(1, 4, 0, 0, seg2[:16]))) {
-		t.Errorf("two SRH attributes: %x, %v; want the second", e.Attrs, err)
+	if err != nil || string(e.Attrs()) != string(srh(seg6Tun(1, 4, 0, 0, seg2[:16]))) {
+		t.Errorf("two SRH attributes: %x, %v; want the second", e.Attrs(), err)
 	}
 }
 
@@ -255,17 +255,17 @@ func FuzzBuildEncap(f *testing.F) {
 			return
 		}
 		n, wantN, maxType := 0, 6, uint16(LWTUNNEL_IP_FLAGS)
-		if e.Type == LWTUNNEL_ENCAP_SEG6 {
+		if e.Type() == LWTUNNEL_ENCAP_SEG6 {
 			wantN, maxType = 1, SEG6_IPTUNNEL_SRH
 		}
-		for a := range Attrs([]byte(e.Attrs)) {
+		for a := range Attrs(e.Attrs()) {
 			n++
 			if a.Type < 1 || a.Type > maxType {
 				t.Fatalf("dumped type %d", a.Type)
 			}
 		}
-		if n != wantN || AttrsLeftover([]byte(e.Attrs)) != 0 {
-			t.Fatalf("%d attributes, %d left over", n, AttrsLeftover([]byte(e.Attrs)))
+		if n != wantN || AttrsLeftover(e.Attrs()) != 0 {
+			t.Fatalf("%d attributes, %d left over", n, AttrsLeftover(e.Attrs()))
 		}
 	})
 }
