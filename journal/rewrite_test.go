@@ -38,7 +38,7 @@ func TestCompactionBoundsRuleChurn(t *testing.T) {
 			var maxSnap int64
 			for round := range 4 {
 				before := e.j.Stats().Compactions
-				for i := range 150 {
+				for i := range 60 {
 					for _, ns := range []string{"default", "x"} {
 						e.mustDo(ns, ruleAdd(rtnl.AF_INET, 1000, uint32(10+i)))
 						e.mustDo(ns, ruleAdd(rtnl.AF_INET, 0, uint32(20+i))) // automatic priority
@@ -60,7 +60,7 @@ func TestCompactionBoundsRuleChurn(t *testing.T) {
 				t.Fatalf("no history rewritten: %+v", st)
 			}
 			// The live rules: a few per namespace, each record under 100
-			// bytes; the churn wrote hundreds of kilobytes.
+			// bytes; the churn wrote about 100 KiB.
 			if maxSnap > 16<<10 || uint64(maxSnap) > st.Bytes/10 {
 				t.Fatalf("snapshot grew to %d bytes for %d bytes of records", maxSnap, st.Bytes)
 			}
