@@ -242,3 +242,30 @@ func TestIntervalRotatesAndCompacts(t *testing.T) {
 		t.Fatalf("restore: %+v %s", *e2.rs, e2.logs())
 	}
 }
+
+// TestMappedStoreFaultFailsTheJournal: a store into the mapping that
+// faults (here the file is cut under it, so the store lands past its end:
+// SIGBUS) does not kill the server: the change is refused with EIO, the
+// fault is reported, every later change is refused before it is applied,
+// and dumps go on.
+func TestMappedStoreFaultFailsTheJournal(t *testing.T) {
+	dir := t.TempDir()
+	e, _, _ := intervalEnv(t, dir, true)
+	e.mustDo("default", ruleAdd(rtnl.AF_INET, 0, 50))
+	if err := os.Truncate(filepath.Join(dir, journalName(1)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if errno := e.do("default", ruleAdd(rtnl.AF_INET, 0, 51)); errno != int32(syscall.EIO) {
+		t.Fatalf("change whose store faulted: errno %d, want EIO", errno)
+	}
+	if !strings.Contains(e.logs(), "faulted") {
+		t.Fatalf("report: %s", e.logs())
+	}
+	mid := e.state("default")
+	if errno := e.do("default", ruleAdd(rtnl.AF_INET, 0, 52)); errno != int32(syscall.EIO) {
+		t.Fatalf("change after the fault: errno %d, want EIO", errno)
+	}
+	if e.state("default") != mid {
+		t.Fatal("a change after the fault was applied")
+	}
+}

@@ -493,8 +493,10 @@ func (j *Journal) append(r record, n int64) *batch {
 	j.used += n
 	j.seq++
 	r.Seq = j.seq
-	if j.mapped != nil && j.storeMapped(r, n) {
-		return writtenBatch
+	if j.mapped != nil {
+		if b, ok := j.storeMapped(r, n); ok {
+			return b
+		}
 	}
 	var b *batch
 	switch k := len(j.queue); {

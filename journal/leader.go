@@ -1,7 +1,10 @@
 package journal
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -312,7 +315,7 @@ func (j *Journal) unmap() {
 // mapping when the file has grown past it (falling back to the write path
 // if that fails). A full file is rotated once the record is stored. Called
 // by append with mu held, the record numbered.
-func (j *Journal) storeMapped(r record, n int64) bool {
+func (j *Journal) storeMapped(r record, n int64) (*batch, bool) {
 	off := j.written
 	if off+n > int64(len(j.mapped)) {
 		m := j.cur.(mapper)
@@ -320,13 +323,21 @@ func (j *Journal) storeMapped(r record, n int64) bool {
 		if err != nil {
 			j.opt.Logf("journal: cannot map %s (%v): writing records instead", journalName(j.curNum), err)
 			j.unmap()
-			return false
+			return nil, false
 		}
 		j.unmap()
 		j.mapped = b
 	}
-	if got := appendRecord(j.mapped[off:off:off+n], r); int64(len(got)) != n {
-		panic("journal: record size mismatch") // recordSize and appendRecord disagree
+	if err := j.store(j.mapped[off:off:off+n], r); err != nil {
+		// The change was applied and cannot be recorded: as after a
+		// failed write, it is not acknowledged and every later change is
+		// refused.
+		j.failed = err
+		j.opt.Logf("journal: %v: every later change is refused until the server restarts", err)
+		j.unmap()
+		b := &batch{done: make(chan struct{}), err: err}
+		close(b.done)
+		return b, true
 	}
 	j.written = off + n
 	j.lastWritten = r.Seq
@@ -350,5 +361,30 @@ func (j *Journal) storeMapped(r record, n int64) bool {
 		default:
 		}
 	}
-	return true
+	return writtenBatch, true
+}
+
+// errStoreFault is a store into the mapping that faulted.
+var errStoreFault = fmt.Errorf("store into the journal's mapping faulted: %w", syscall.EIO)
+
+// store encodes r into dst, a slice of the mapping with room for exactly
+// the record. A fault in the store (SIGBUS: the file was cut under the
+// mapping, or a file system that allocates at the first store, as a
+// copy-on-write one does, found the disk full) becomes errStoreFault
+// instead of killing the server (debug.SetPanicOnFault).
+func (j *Journal) store(dst []byte, r record) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			if _, ok := p.(runtime.Error); !ok {
+				panic(p)
+			}
+			err = errStoreFault
+		}
+	}()
+	if got := appendRecord(dst, r); len(got) != cap(dst) {
+		panic("journal: record size mismatch") // recordSize and appendRecord disagree
+	}
+	return nil
 }
