@@ -253,7 +253,22 @@ static void resolve(void)
 	RESOLVE(epoll_pwait2);
 }
 
-#define INIT() pthread_once(&resolve_once, resolve)
+/* resolved is set once resolve() has run (the library's constructor runs it
+ * first of all): INIT is then one load and a branch, not a call into
+ * pthread_once per interposed call. */
+static int resolved;
+
+static void resolve_all(void)
+{
+	resolve();
+	__atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+}
+
+#define INIT()                                                         \
+	do {                                                           \
+		if (__builtin_expect(!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 0)) \
+			pthread_once(&resolve_once, resolve_all);     \
+	} while (0)
 
 /* ---- per-socket state and the fd table --------------------------------- */
 
@@ -305,6 +320,46 @@ struct nlsock {
 };
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+
+extern char __libc_single_threaded __attribute__((weak));
+
+/* single_threaded: no other thread can touch the socket (false where the
+ * C library does not say). */
+static inline int single_threaded(void)
+{
+	return &__libc_single_threaded != NULL && __libc_single_threaded;
+}
+
+/* tab_unlocked is set by tab_lock when it skipped tab_mu, for the matching
+ * tab_unlock. Lock sections never nest (tab_mu is not recursive), so one
+ * flag per thread is enough. */
+static __thread int tab_unlocked __attribute__((tls_model("initial-exec")));
+
+/* tab_lock guards the table and the sockets: tab_mu, except in a
+ * single-threaded process (glibc's __libc_single_threaded), where no other
+ * thread exists to race with and, inside the shim, none can be created, so
+ * iproute2's hot path pays no locked instruction. The flag, not a second
+ * look at __libc_single_threaded, decides the unlock: the C library may
+ * turn it back to true once other threads have exited, while the mutex is
+ * held. (A signal handler that uses an emulated fd inside a section is the
+ * documented limit either way.) */
+static inline void tab_lock(void)
+{
+	if (single_threaded()) {
+		tab_unlocked = 1;
+		return;
+	}
+	pthread_mutex_lock(&tab_mu);
+}
+
+static inline void tab_unlock(void)
+{
+	if (tab_unlocked) {
+		tab_unlocked = 0;
+		return;
+	}
+	pthread_mutex_unlock(&tab_mu);
+}
 /* tab[fd] is the socket behind fd. Written under tab_mu; read without it by
  * maybe_tracked(), so entries, tab and tabcap are accessed atomically and an
  * outgrown array is never freed (a reader may still hold it; growth doubles,
@@ -336,11 +391,11 @@ static struct nlsock *nl_get(int fd)
 {
 	if (!maybe_tracked(fd))
 		return NULL;
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	struct nlsock *s = entry_locked(fd);
 	if (s)
 		s->refs++;
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	return s;
 }
 
@@ -399,9 +454,9 @@ static void unref_locked(struct nlsock *s)
 
 static void nl_put(struct nlsock *s)
 {
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	unref_locked(s);
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 }
 
 /* untrack_locked forgets fd (it was closed or is about to be reused). */
@@ -443,13 +498,13 @@ static void dup_track(int oldfd, int newfd)
 {
 	if (newfd < 0)
 		return;
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	struct nlsock *s = entry_locked(oldfd);
 	if (s)
 		track_locked(newfd, s);
 	else
 		untrack_locked(newfd);
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 }
 
 /* A forked child inherits the table (per-process memory) and shares the
@@ -666,21 +721,21 @@ static long elapsed_ms(const struct timespec *t0)
  * read the ack instead: it records it, and this call finds it there. */
 static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload, size_t plen)
 {
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	ra_to_stash_locked(s); /* what this call stashes comes after it */
 	uint32_t seq = ++s->ctl_seq;
 	if (seq == 0)
 		seq = ++s->ctl_seq;
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	if (ctl_send_ex(fd, type, NLM_F_ACK, seq, payload, plen) < 0)
 		return -1;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int err = 0, stashed = 0;
 	for (;;) {
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		int found = take_ack_locked(s, seq, &err);
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		if (found)
 			break;
 		if (wait_fd(fd, POLLIN, 50) < 0) {
@@ -726,23 +781,23 @@ static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload
 				err = e;
 				break;
 			}
-			pthread_mutex_lock(&tab_mu);
+			tab_lock();
 			record_ack_locked(s, aseq, e);
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 			continue;
 		}
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		if (s->stash_tail)
 			s->stash_tail->next = st;
 		else
 			s->stash = st;
 		s->stash_tail = st;
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		stashed = 1;
 	}
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	stashed = s->stash != NULL; /* by this call or an earlier one */
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	if (stashed) {
 		/* The socket may now look empty to poll() while the library holds
 		 * datagrams: a no-op option with NLM_F_ACK and sequence 0 makes
@@ -977,9 +1032,9 @@ EXPORT int socket(int domain, int type, int protocol)
 		int fd = real_socket(domain, type, protocol);
 		if (maybe_tracked(fd)) {
 			/* fd was closed behind our back: forget the stale entry */
-			pthread_mutex_lock(&tab_mu);
+			tab_lock();
 			untrack_locked(fd);
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 		}
 		return fd;
 	}
@@ -1014,9 +1069,9 @@ EXPORT int socket(int domain, int type, int protocol)
 	s->portid = portid;
 	s->rcvbuf = read_sysctl("/proc/sys/net/core/rmem_default", 212992);
 	s->sndbuf = read_sysctl("/proc/sys/net/core/wmem_default", 212992);
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	int r = track_locked(fd, s);
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	if (r < 0) {
 		real_close(fd);
 		free(s);
@@ -1054,9 +1109,9 @@ EXPORT int bind(int fd, CSA_ARG addr, socklen_t len)
 	} else if (ctl_call(s, fd, NLEMU_BIND, &nl->nl_groups, sizeof(nl->nl_groups)) == 0) {
 		/* in effect now: the server answered after joining (and refused
 		 * privileged groups with EPERM, as rtnetlink_bind() does) */
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		s->groups[0] = nl->nl_groups;
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		ret = 0;
 	}
 	nl_put(s);
@@ -1090,10 +1145,10 @@ EXPORT int getsockname(int fd, SA_ARG addr, socklen_t *len)
 	struct nlsock *s = nl_get(fd);
 	if (!s)
 		return real_getsockname(fd, addr, len);
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	uint32_t pid = s->portid, groups = s->groups[0];
 	unref_locked(s);
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	put_nladdr(addr, len, pid, groups);
 	return 0;
 }
@@ -1160,10 +1215,10 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 			 * goes to the server only. */
 			if (send_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, (uint32_t)val) < 0)
 				return -1;
-			pthread_mutex_lock(&tab_mu);
+			tab_lock();
 			s->rcvbuf = buf_size(val, name == SO_RCVBUFFORCE,
 					     "/proc/sys/net/core/rmem_max", MIN_RCVBUF);
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 			return 0;
 		case SO_SNDBUF:
 		case SO_SNDBUFFORCE:
@@ -1175,10 +1230,10 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 			/* Our datagrams travel through the real socket: its send
 			 * buffer bounds them as netlink's does. */
 			real_setsockopt(fd, SOL_SOCKET, SO_SNDBUF, optval, optlen);
-			pthread_mutex_lock(&tab_mu);
+			tab_lock();
 			s->sndbuf = buf_size(val, name == SO_SNDBUFFORCE,
 					     "/proc/sys/net/core/wmem_max", MIN_SNDBUF);
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 			return 0;
 		}
 		return real_setsockopt(fd, level, name, optval, optlen);
@@ -1206,12 +1261,12 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 				: send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, val ? 1 : 0);
 		if (r < 0)
 			return -1;
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		if (val)
 			s->opts |= bit;
 		else
 			s->opts &= ~bit;
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		return 0;
 	}
 	if (name == NETLINK_ADD_MEMBERSHIP || name == NETLINK_DROP_MEMBERSHIP) {
@@ -1224,12 +1279,12 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 			return -1;
 		if (g == 0 || g - 1 >= NL_MAXGROUPS)
 			return 0;
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		if (name == NETLINK_ADD_MEMBERSHIP)
 			s->groups[(g - 1) / 32] |= 1u << ((g - 1) % 32);
 		else
 			s->groups[(g - 1) / 32] &= ~(1u << ((g - 1) % 32));
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		return 0;
 	}
 	errno = ENOPROTOOPT;
@@ -1276,9 +1331,9 @@ static int take_sockerr(int fd)
 static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *optval,
 			 socklen_t *optlen)
 {
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	struct nlsock c = *s; /* a consistent copy */
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_RCVBUF: return put_int(optval, optlen, c.rcvbuf);
@@ -1288,7 +1343,7 @@ static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *op
 		case SO_PROTOCOL: return put_int(optval, optlen, NETLINK_ROUTE);
 		case SO_ERROR: {
 			int e = 0;
-			pthread_mutex_lock(&tab_mu);
+			tab_lock();
 			struct stashed *st = s->stash;
 			if (st && ctl_type(st->data, st->len) == NLEMU_SOCKERR && st->len == CTL_LEN) {
 				int v = (int)ctl_u32(st->data);
@@ -1298,7 +1353,7 @@ static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *op
 					s->stash_tail = NULL;
 				free(st);
 			}
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 			if (!e)
 				e = take_sockerr(fd);
 			if (e)
@@ -1443,18 +1498,18 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
  * kernel tracks the same thing as nlk->max_recvmsg_len). */
 static void tell_recvlen(struct nlsock *s, int fd, size_t cap)
 {
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	int larger = cap > s->recvlen;
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	if (!larger)
 		return;
 	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_RECVLEN,
 			    cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap) < 0)
 		return;
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	if (cap > s->recvlen)
 		s->recvlen = cap;
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 }
 
 /* group_mask is netlink_group_mask(): the sender's nl_groups for a datagram
@@ -1526,7 +1581,10 @@ static void unshift(const struct iovec *iov, size_t niov, const unsigned char *h
 		memcpy(b, head, h < total ? h : total);
 		return;
 	}
-	unsigned char *tmp = malloc(total);
+	/* several iovecs (rare: iproute2 uses one): through a bounce buffer,
+	 * on the stack for what a reply usually is */
+	unsigned char small[4096];
+	unsigned char *tmp = total <= sizeof(small) ? small : malloc(total);
 	if (!tmp)
 		return;
 	size_t k = h < total ? h : total;
@@ -1537,7 +1595,8 @@ static void unshift(const struct iovec *iov, size_t niov, const unsigned char *h
 		off += c;
 	}
 	scatter(iov, niov, tmp, total);
-	free(tmp);
+	if (tmp != small)
+		free(tmp);
 }
 
 /* RECV_AGAIN: recv_one consumed an nlemu ack; receive again. */
@@ -1585,9 +1644,9 @@ static ssize_t recv_one(struct nlsock *s, int fd, struct msghdr *msg, int flags,
 			errno = e > 0 ? e : ENOBUFS;
 			return -1;
 		}
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		record_ack_locked(s, ack_seq(head), ack_errno(head));
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		return RECV_AGAIN;
 	}
 	uint32_t group = 0;
@@ -1680,15 +1739,6 @@ static ssize_t from_stash_locked(struct nlsock *s, int fd, struct msghdr *msg, i
  * The read-ahead buffer holds RA_CAP bytes, more than the server ever sends
  * in one datagram. */
 
-extern char __libc_single_threaded __attribute__((weak));
-
-/* single_threaded: no other thread can touch the socket (false where the
- * C library does not say). */
-static int single_threaded(void)
-{
-	return &__libc_single_threaded != NULL && __libc_single_threaded;
-}
-
 /* from_ra_locked answers a receive call from the read-ahead, as recv_one
  * would have from the socket, and drops it unless MSG_PEEK. */
 static ssize_t from_ra_locked(struct nlsock *s, struct msghdr *msg, int flags, size_t cap,
@@ -1722,9 +1772,9 @@ static ssize_t read_ahead(struct nlsock *s, int fd, struct msghdr *msg, int flag
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (b == MAP_FAILED)
 			return recv_one(s, fd, msg, flags, cap, opts);
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		s->ra_buf = b;
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 	}
 	struct iovec iov = {.iov_base = s->ra_buf, .iov_len = RA_CAP};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -1743,17 +1793,17 @@ static ssize_t read_ahead(struct nlsock *s, int fd, struct msghdr *msg, int flag
 			errno = e > 0 ? e : ENOBUFS;
 			return -1;
 		}
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		record_ack_locked(s, ack_seq(s->ra_buf), ack_errno(s->ra_buf));
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		return RECV_AGAIN;
 	}
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	s->ra_len = got;
 	s->ra_real = (size_t)real;
 	__atomic_add_fetch(&nreadahead, 1, __ATOMIC_RELEASE);
 	ssize_t r = from_ra_locked(s, msg, flags, cap, opts);
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	return r;
 }
 
@@ -1764,7 +1814,7 @@ static void ra_flush(void)
 {
 	while (__atomic_load_n(&nreadahead, __ATOMIC_ACQUIRE)) {
 		int fds[16], n = 0, more = 0;
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		for (int fd = 0; fd < tabcap; fd++) {
 			struct nlsock *s = tab[fd];
 			if (!s || !s->ra_len)
@@ -1776,7 +1826,7 @@ static void ra_flush(void)
 			if (ra_to_stash_locked(s))
 				fds[n++] = fd;
 		}
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		for (int i = 0; i < n; i++) {
 			/* A socket with more queued stays readable until the stash
 			 * is served (receive calls serve it first): a wake-up then
@@ -1871,32 +1921,35 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 		errno = EOPNOTSUPP;
 		return -1;
 	}
-	pthread_mutex_lock(&tab_mu);
+	size_t cap = 0;
+	for (size_t i = 0; i < msg->msg_iovlen; i++)
+		cap += msg->msg_iov[i].iov_len;
+	/* one lock section for what every call checks first */
+	tab_lock();
 	int pending = s->pending_err;
 	s->pending_err = 0;
-	pthread_mutex_unlock(&tab_mu);
+	int larger = cap > s->recvlen;
+	tab_unlock();
 	if (pending) {
 		errno = pending;
 		return -1;
 	}
-	size_t cap = 0;
-	for (size_t i = 0; i < msg->msg_iovlen; i++)
-		cap += msg->msg_iov[i].iov_len;
-	tell_recvlen(s, fd, cap);
+	if (larger)
+		tell_recvlen(s, fd, cap);
 	for (;;) {
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		unsigned opts = s->opts;
 		if (s->stash) {
 			ssize_t r = from_stash_locked(s, fd, msg, flags, cap, opts);
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 			return r;
 		}
 		if (s->ra_len) {
 			ssize_t r = from_ra_locked(s, msg, flags, cap, opts);
-			pthread_mutex_unlock(&tab_mu);
+			tab_unlock();
 			return r;
 		}
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 		ssize_t r = (flags & MSG_PEEK) && single_threaded()
 				    ? read_ahead(s, fd, msg, flags, cap, opts)
 				    : recv_one(s, fd, msg, flags, cap, opts);
@@ -1992,9 +2045,9 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, s
 		ssize_t n = nl_recvmsg(s, fd, &vec[i].msg_hdr, f);
 		if (n < 0) {
 			if (i > 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-				pthread_mutex_lock(&tab_mu);
+				tab_lock();
 				s->pending_err = errno;
-				pthread_mutex_unlock(&tab_mu);
+				tab_unlock();
 			}
 			break;
 		}
@@ -2068,9 +2121,9 @@ EXPORT int close(int fd)
 {
 	INIT();
 	if (maybe_tracked(fd) && !in_vm_child()) {
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		untrack_locked(fd);
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 	}
 	return real_close(fd);
 }
@@ -2085,10 +2138,10 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	int r = real_close_range(first, last, flags);
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && __atomic_load_n(&ntracked, __ATOMIC_ACQUIRE) &&
 	    !in_vm_child()) {
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		for (unsigned fd = first; fd <= last && fd < (unsigned)tabcap; fd++)
 			untrack_locked((int)fd);
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 	}
 	return r;
 }
@@ -2097,10 +2150,10 @@ EXPORT void closefrom(int lowfd)
 {
 	INIT();
 	if (__atomic_load_n(&ntracked, __ATOMIC_ACQUIRE) && !in_vm_child()) {
-		pthread_mutex_lock(&tab_mu);
+		tab_lock();
 		for (int fd = lowfd < 0 ? 0 : lowfd; fd < tabcap; fd++)
 			untrack_locked(fd);
-		pthread_mutex_unlock(&tab_mu);
+		tab_unlock();
 	}
 	if (real_closefrom)
 		real_closefrom(lowfd);
@@ -2122,7 +2175,7 @@ EXPORT int dup2(int oldfd, int newfd)
 	INIT();
 	if ((!maybe_tracked(oldfd) && !maybe_tracked(newfd)) || in_vm_child())
 		return real_dup2(oldfd, newfd);
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	int fd = real_dup2(oldfd, newfd);
 	if (fd >= 0 && oldfd != newfd) {
 		struct nlsock *s = entry_locked(oldfd);
@@ -2131,7 +2184,7 @@ EXPORT int dup2(int oldfd, int newfd)
 		else
 			untrack_locked(fd);
 	}
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	return fd;
 }
 
@@ -2140,7 +2193,7 @@ EXPORT int dup3(int oldfd, int newfd, int flags)
 	INIT();
 	if ((!maybe_tracked(oldfd) && !maybe_tracked(newfd)) || in_vm_child())
 		return real_dup3(oldfd, newfd, flags);
-	pthread_mutex_lock(&tab_mu);
+	tab_lock();
 	int fd = real_dup3(oldfd, newfd, flags);
 	if (fd >= 0) {
 		struct nlsock *s = entry_locked(oldfd);
@@ -2149,7 +2202,7 @@ EXPORT int dup3(int oldfd, int newfd, int flags)
 		else
 			untrack_locked(fd);
 	}
-	pthread_mutex_unlock(&tab_mu);
+	tab_unlock();
 	return fd;
 }
 
