@@ -113,6 +113,11 @@ func (a *Array256[T]) Copy() *Array256[T] {
 // without the spare slot that insert reallocates the copy, with
 // append's growth, right after it was made.
 func (a *Array256[T]) CopySpare() Array256[T] {
+	if len(a.Items) == 0 {
+		// Most nodes on a path hold no prefixes: nothing to copy, and an
+		// insert allocates as it would have.
+		return Array256[T]{BitSet256: a.BitSet256}
+	}
 	items := make([]T, len(a.Items), len(a.Items)+1)
 	copy(items, a.Items)
 	return Array256[T]{BitSet256: a.BitSet256, Items: items}
