@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -35,10 +36,32 @@ var runNetns = "/run/netns"
 // names one; any other to an ephemeral "netns-INODE" (NLEMU_HELLO_CREATE|
 // NLEMU_HELLO_EPHEMERAL: the server deletes it when its last socket
 // closes, as a kernel namespace goes with its last reference).
+//
+// The /run/netns scan is cached (libraries such as vishvananda/netlink
+// open a socket per request, each of which would otherwise stat every
+// entry): the cache is the whole scan, positive and negative answers
+// alike, and is used while the directory's stamp (device, inode, mtime,
+// ctime) is the one it was made with, so what a socket attaches to is
+// always what a fresh scan would give: an entry added, removed or renamed
+// changes the stamp. Two changes within one tick of the file system's
+// coarse clock can leave the mtime unchanged, so a scan made while the
+// directory's stamp is younger than racyWindow is not reused (git's
+// "racy" rule), and neither is one that saw an entry that is not yet a
+// namespace (ip netns add creates the file, then bind-mounts over it,
+// which does not touch the directory).
 type nsMap struct {
-	mu      sync.Mutex
-	known   map[nsID]nsTarget // guarded by mu: the /run/netns scan's result
-	anchors map[nsID][2]int   // guarded by mu: anchor's descriptors
+	mu sync.Mutex
+	// scan is the last /run/netns scan, valid while the directory's
+	// stamp is stamp; guarded by mu.
+	scan    map[nsID]string
+	stamp   dirStamp
+	scanned bool // guarded by mu: scan and stamp hold a usable scan
+	scans   int  // guarded by mu: how many scans ran (the tests read it)
+	// nsfsDev is the device of namespace files (nsfs): an entry of
+	// another device is not a namespace yet. Zero: any device.
+	nsfsDev    uint64
+	racyWindow time.Duration
+	anchors    map[nsID][2]int // guarded by mu: anchor's descriptors
 }
 
 // nsTarget is a namespace name and the HELLO option bits that create it.
@@ -47,8 +70,27 @@ type nsTarget struct {
 	opts uint32
 }
 
-func (m *nsMap) init() {
-	m.known = map[nsID]nsTarget{}
+// dirStamp is what changes when a directory's entries do.
+type dirStamp struct {
+	dev, ino     uint64
+	mtime, ctime unix.Timespec
+}
+
+// racyWindow: a scan of a directory changed less than this long before is
+// not reused (several jiffies of the coarse clock tmpfs stamps with).
+const racyWindow = 100 * time.Millisecond
+
+func (m *nsMap) init(nsfsDev uint64) {
+	m.nsfsDev = nsfsDev
+	m.racyWindow = racyWindow
+}
+
+func stampOf(path string) (dirStamp, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return dirStamp{}, err
+	}
+	return dirStamp{st.Dev, st.Ino, st.Mtim, st.Ctim}, nil
 }
 
 // name returns the nlemu namespace for thread tid, decided from the
@@ -62,23 +104,61 @@ func (m *nsMap) name(tid int, start nsID, startName string) (nsTarget, error) {
 	if id == start {
 		return nsTarget{name: startName}, nil
 	}
+	return m.target(id), nil
+}
+
+// target maps a namespace other than the start one: its /run/netns name,
+// or netns-INODE.
+func (m *nsMap) target(id nsID) nsTarget {
+	if name, ok := m.lookup(id); ok {
+		return nsTarget{name: name, opts: rtnl.NLEMU_HELLO_CREATE}
+	}
+	return nsTarget{name: "netns-" + strconv.FormatUint(id.ino, 10), opts: rtnl.NLEMU_HELLO_CREATE | rtnl.NLEMU_HELLO_EPHEMERAL}
+}
+
+// lookup finds id's /run/netns name, from the cached scan while the
+// directory is unchanged, else from a new scan.
+func (m *nsMap) lookup(id nsID) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n, ok := m.known[id]; ok {
-		return n, nil
+	stamp, err := stampOf(runNetns)
+	if err != nil {
+		m.scanned = false
+		return "", false // no /run/netns: no names
 	}
-	if ents, err := os.ReadDir(runNetns); err == nil {
-		for _, e := range ents {
-			if nid, err := nsOf(filepath.Join(runNetns, e.Name())); err == nil && nid == id {
-				t := nsTarget{name: e.Name(), opts: rtnl.NLEMU_HELLO_CREATE}
-				m.known[id] = t
-				return t, nil
-			}
+	if m.scanned && stamp == m.stamp {
+		name, ok := m.scan[id]
+		return name, ok
+	}
+	m.scans++
+	ents, err := os.ReadDir(runNetns)
+	if err != nil {
+		m.scanned = false
+		return "", false
+	}
+	scan := make(map[nsID]string, len(ents))
+	complete := true
+	for _, e := range ents {
+		var st unix.Stat_t
+		if unix.Stat(filepath.Join(runNetns, e.Name()), &st) != nil {
+			complete = false
+			continue
+		}
+		if m.nsfsDev != 0 && st.Dev != m.nsfsDev {
+			complete = false // created, not yet mounted (ip netns add)
+			continue
+		}
+		nid := nsID{st.Dev, st.Ino}
+		if _, dup := scan[nid]; !dup { // the first name of ReadDir's sorted order, as before
+			scan[nid] = e.Name()
 		}
 	}
-	// Not cached: a later ip netns add may name it, and an inode is reused
-	// once the namespace is gone.
-	return nsTarget{name: "netns-" + strconv.FormatUint(id.ino, 10), opts: rtnl.NLEMU_HELLO_CREATE | rtnl.NLEMU_HELLO_EPHEMERAL}, nil
+	// mtime alone: a change sets ctime with it; utimes(2) sets an old
+	// mtime and a new ctime, which the stamp still compares
+	changed := time.Unix(stamp.mtime.Unix()).After(time.Now().Add(-m.racyWindow))
+	m.scan, m.stamp, m.scanned = scan, stamp, complete && !changed
+	name, ok := scan[id]
+	return name, ok
 }
 
 // anchor keeps an ephemeral namespace of the program, and the kernel

@@ -48,6 +48,7 @@ type Supervisor struct {
 	made   uint64           // sockets made; guarded by mu
 	sweep  int              // len(socks) at which sweepSocks runs next; guarded by mu
 	pidfds map[int]int      // tid -> pidfd; guarded by mu
+	tgids  map[int]tgidOf   // tid -> its thread group (Supervisor.tgid); guarded by mu
 	nsMap  nsMap
 
 	allocMu sync.Mutex // one descriptor allocation at a time
@@ -67,8 +68,8 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Supervisor{cfg: cfg, lfd: lfd, startNS: id, socks: map[uint64]*sock{}, pidfds: map[int]int{}}
-	s.nsMap.init()
+	s := &Supervisor{cfg: cfg, lfd: lfd, startNS: id, socks: map[uint64]*sock{}, pidfds: map[int]int{}, tgids: map[int]tgidOf{}}
+	s.nsMap.init(id.dev)
 	return s, nil
 }
 
@@ -84,8 +85,12 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 // most options, dup — are answered inline on the worker that read them:
 // the notification, the receive on the supervisor's copy of the socket,
 // process_vm_writev and NOTIF_SEND run on one thread with no goroutine
-// hand-off in between. socket(), bind() and the acked options wait for the
-// server, and a receive with nothing queued on a blocking socket waits for
+// hand-off in between. socket() is answered inline too: its HELLO is one
+// round trip to a server that answers it without waiting for anything
+// else, and a hand-off cost as much as the rest of the call on a loaded
+// machine (vishvananda/netlink opens a socket per request;
+// hack/sockbench.sh). bind() and the acked options wait for the
+// server's ack behind whatever the socket has queued, and a receive with nothing queued on a blocking socket waits for
 // data: those move to a goroutine of their own. The listener asks for
 // synchronous wake-ups (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 6.6): the
 // calling thread blocks as it notifies, so the worker runs on its CPU
@@ -126,7 +131,7 @@ func (s *Supervisor) worker() error {
 			s.counts[nr].Add(1)
 		}
 		switch int(n.Data.Nr) {
-		case unix.SYS_SOCKET, unix.SYS_BIND, unix.SYS_SETSOCKOPT:
+		case unix.SYS_SETSOCKOPT:
 			own := *n
 			go s.handle(&call{s: s, n: &own, tid: int(own.Pid)})
 		default:
@@ -315,6 +320,7 @@ func (s *Supervisor) pidfd(tid int, fresh bool) (pfd int, owned bool, err error)
 		}
 		unix.Close(pfd)
 		delete(s.pidfds, tid)
+		delete(s.tgids, tid) // a later pidfd may get the same number
 	}
 	pfd, err = unix.PidfdOpen(tid, unix.PIDFD_THREAD)
 	if err != nil {
@@ -325,6 +331,7 @@ func (s *Supervisor) pidfd(tid int, fresh bool) (pfd int, owned bool, err error)
 			if unix.PidfdSendSignal(f, 0, nil, 0) == unix.ESRCH {
 				unix.Close(f)
 				delete(s.pidfds, t)
+				delete(s.tgids, t)
 			}
 		}
 		if len(s.pidfds) >= maxPidfds {
@@ -369,6 +376,51 @@ func (s *Supervisor) lookup(c *call, fd int) (*sock, int) {
 		}
 		return sk, cfd
 	}
+}
+
+// tgidOf is a cached thread group: valid while the pidfd cache holds pfd
+// for the thread and the thread it names lives (a tid is reused only once
+// its thread is gone).
+type tgidOf struct {
+	tgid uint32
+	pfd  int
+}
+
+// tgid is the thread group of tid, cached: reading /proc/TID/status for
+// every socket() cost more than the rest of the call but the HELLO.
+func (s *Supervisor) tgid(tid int) uint32 {
+	pfd, owned, err := s.pidfd(tid, false)
+	if err != nil {
+		return tgid(tid)
+	}
+	if owned {
+		unix.Close(pfd)
+		return tgid(tid)
+	}
+	s.mu.Lock()
+	t, ok := s.tgids[tid]
+	s.mu.Unlock()
+	if ok && t.pfd == pfd && unix.PidfdSendSignal(pfd, 0, nil, 0) == nil {
+		return t.tgid
+	}
+	if unix.PidfdSendSignal(pfd, 0, nil, 0) == unix.ESRCH {
+		// the cached pidfd is of a thread that is gone: the tid was reused
+		if pfd, _, err = s.pidfd(tid, true); err != nil {
+			return tgid(tid)
+		}
+	}
+	g := tgid(tid)
+	s.mu.Lock()
+	if len(s.tgids) >= maxPidfds {
+		for t, e := range s.tgids {
+			if s.pidfds[t] != e.pfd {
+				delete(s.tgids, t)
+			}
+		}
+	}
+	s.tgids[tid] = tgidOf{g, pfd}
+	s.mu.Unlock()
+	return g
 }
 
 // tgid reads the thread group of tid (the port id hint is the process id,
@@ -418,7 +470,7 @@ func (s *Supervisor) socket(c *call) {
 		c.fail(errNoServer)
 		return
 	}
-	fd, portid, err := dial(s.cfg.Socket, ns.name, tgid(c.tid), ns.opts)
+	fd, portid, err := dial(s.cfg.Socket, ns.name, s.tgid(c.tid), ns.opts)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
 		var hr *helloRefused
@@ -450,7 +502,7 @@ func (s *Supervisor) socket(c *call) {
 	}
 	s.mu.Unlock()
 	if sweep {
-		defer s.sweepSocks()
+		go s.sweepSocks() // reads all of /proc: not on the worker
 	}
 	s.allocMu.Lock()
 	defer s.allocMu.Unlock()
@@ -615,6 +667,19 @@ func (s *Supervisor) bind(c *call, sk *sock, cfd int) {
 		return
 	}
 	groups := ne.Uint32(sa[8:])
+	sk.mu.Lock()
+	same := sk.groups[0] == groups
+	sk.mu.Unlock()
+	if same {
+		// The groups are those already in effect (vishvananda/netlink binds
+		// every request's socket with none): nothing for the server to do.
+		c.ret(0)
+		return
+	}
+	if c.inline {
+		c.again = true // the server's ack may wait behind queued data
+		return
+	}
 	if e := sk.ctlCall(cfd, rtnl.NLEMU_BIND, groups); e != 0 {
 		c.fail(e)
 		return
