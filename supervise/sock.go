@@ -64,18 +64,11 @@ func newSock(portid uint32, typ int, rcvbuf int) *sock {
 // reached: ECONNREFUSED, as the shim's socket(), never a kernel socket.
 var errNoServer = syscall.ECONNREFUSED
 
-// dial opens one server connection with the HELLO done (docs/PROTOCOL.md):
-// a SOCK_SEQPACKET Unix socket attached to namespace ns, with pid as the
-// port id hint and the HELLO option bits opts, and notifications framed
-// with their group.
-func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
+// connectServer opens a SOCK_SEQPACKET connection to the server at path.
+func connectServer(path string) (int, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, 0, err
-	}
-	fail := func(err error) (int, uint32, error) {
-		unix.Close(fd)
-		return -1, 0, err
+		return -1, err
 	}
 	for {
 		err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
@@ -84,39 +77,80 @@ func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
 		}
 	}
 	if err != nil {
-		return fail(fmt.Errorf("no server at %s: %w", path, err))
+		unix.Close(fd)
+		return -1, fmt.Errorf("no server at %s: %w", path, err)
+	}
+	return fd, nil
+}
+
+// dial opens one server connection with the HELLO done (docs/PROTOCOL.md):
+// a SOCK_SEQPACKET Unix socket attached to namespace ns, with pid as the
+// port id hint and the HELLO option bits opts, and notifications framed
+// with their group.
+func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
+	return dialOn(-1, path, ns, pid, opts)
+}
+
+// dialOn is dial on the connection fd made ahead (spareConn), or on a new
+// one when fd is -1 or the server has closed it: a spare that fails before
+// the server's answer is read is replaced by a fresh connection once.
+func dialOn(fd int, path, ns string, pid, opts uint32) (int, uint32, error) {
+	if fd >= 0 {
+		cfd, portid, err, sent := hello(fd, path, ns, pid, opts)
+		if err == nil || sent {
+			return cfd, portid, err
+		}
+	}
+	fd, err := connectServer(path)
+	if err != nil {
+		return -1, 0, err
+	}
+	cfd, portid, err, _ := hello(fd, path, ns, pid, opts)
+	return cfd, portid, err
+}
+
+// hello runs the HELLO on the connected fd, closing it on failure; answered
+// says the server's answer was read (a failure then is the server's word,
+// not a dead connection).
+func hello(fd int, path, ns string, pid, opts uint32) (int, uint32, error, bool) {
+	fail := func(err error, answered bool) (int, uint32, error, bool) {
+		unix.Close(fd)
+		return -1, 0, err, answered
 	}
 	p := make([]byte, 16, 16+len(ns)+1)
 	ne.PutUint32(p[0:], 1)
 	ne.PutUint32(p[4:], pid)
 	ne.PutUint32(p[8:], opts)
 	p = append(append(p, ns...), 0)
-	if _, err := unix.Write(fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p)); err != nil {
-		return fail(err)
+	if err := unix.Sendmsg(fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p), nil, nil, unix.MSG_NOSIGNAL); err != nil {
+		return fail(err, false)
 	}
 	if err := waitReadable(fd, 10*time.Second); err != nil {
-		return fail(fmt.Errorf("no HELLO from the server at %s: %w", path, err))
+		return fail(fmt.Errorf("no HELLO from the server at %s: %w", path, err), false)
 	}
 	buf := make([]byte, 4096)
 	n, err := unix.Read(fd, buf)
 	if err != nil {
-		return fail(err)
+		return fail(err, false)
 	}
-	msgs := rtnl.SplitDatagram(buf[:max(n, 0)])
+	if n <= 0 {
+		return fail(errors.New("the server closed the connection"), false)
+	}
+	msgs := rtnl.SplitDatagram(buf[:n])
 	if len(msgs) != 1 {
-		return fail(errors.New("bad HELLO reply"))
+		return fail(errors.New("bad HELLO reply"), true)
 	}
 	m := msgs[0]
 	switch uint16(m.Header.Type) {
 	case rtnl.NLEMU_HELLO:
 		if len(m.Data) < 8 {
-			return fail(errors.New("bad HELLO reply"))
+			return fail(errors.New("bad HELLO reply"), true)
 		}
 		portid := ne.Uint32(m.Data[4:])
 		if err := sendCtl(fd, rtnl.NLEMU_SETSOCKOPT, 0, 0, rtnl.SOL_NETLINK, rtnl.NLEMU_GROUPFRAMES, 1); err != nil {
-			return fail(err)
+			return fail(err, true)
 		}
-		return fd, portid, nil
+		return fd, portid, nil, true
 	case rtnl.NLMSG_ERROR:
 		if len(m.Data) >= 4 {
 			if e := -int32(ne.Uint32(m.Data)); e > 0 && e < 4096 {
@@ -124,11 +158,11 @@ func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
 				if syscall.Errno(e) == syscall.ENOENT { // the shim's words
 					msg = fmt.Sprintf("namespace %q does not exist on the nlemu server at %s", ns, path)
 				}
-				return fail(&helloRefused{msg, syscall.Errno(e)})
+				return fail(&helloRefused{msg, syscall.Errno(e)}, true)
 			}
 		}
 	}
-	return fail(errors.New("bad HELLO reply"))
+	return fail(errors.New("bad HELLO reply"), true)
 }
 
 // helloRefused is the server's NLMSG_ERROR answering a HELLO: socket()

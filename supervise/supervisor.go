@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/nlemu/nlemu/internal/sysctl"
 	"io"
 	"os"
 	"runtime"
@@ -50,6 +49,8 @@ type Supervisor struct {
 	pidfds map[int]int      // tid -> pidfd; guarded by mu
 	tgids  map[int]tgidOf   // tid -> its thread group (Supervisor.tgid); guarded by mu
 	nsMap  nsMap
+	spare  spareConn   // a server connection made ahead (spare.go)
+	rmem   rmemDefault // net.core.rmem_default (spare.go)
 
 	allocMu sync.Mutex // one descriptor allocation at a time
 
@@ -470,7 +471,8 @@ func (s *Supervisor) socket(c *call) {
 		c.fail(errNoServer)
 		return
 	}
-	fd, portid, err := dial(s.cfg.Socket, ns.name, s.tgid(c.tid), ns.opts)
+	fd, portid, err := dialOn(s.spare.take(), s.cfg.Socket, ns.name, s.tgid(c.tid), ns.opts)
+	s.spare.fill(s.cfg.Socket) // the next socket()'s connection (spare.go)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
 		var hr *helloRefused
@@ -492,7 +494,7 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	s.mu.Lock()
-	sk := newSock(portid, base, sysctl.Int("/proc/sys/net/core/rmem_default", 212992))
+	sk := newSock(portid, base, s.rmem.get())
 	s.made++
 	sk.born = s.made
 	s.socks[st.Ino] = sk
