@@ -16,6 +16,9 @@ type list struct {
 	// grows: a new list may append to the backing array beyond this list's
 	// length, which no older list can see, so sharing it is safe.
 	extras []*Extra
+	// comp is the list's match program (compiled.go), set by compileList
+	// before the list is published; nil: the general matcher.
+	comp *compiled
 }
 
 // chunk is an immutable window of rules. Chunks that grow at one end

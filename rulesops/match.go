@@ -50,21 +50,39 @@ type key struct {
 	dst, src [16]byte
 	d4, s4   uint32
 	hasSrc   bool
+	// The compiled matcher's view (compiled.go): the addresses as
+	// big-endian words (dst hi, dst lo, src hi, src lo; IPv4 in the high
+	// half of the hi word), the fwmark and the family's TOS value.
+	w    [4]uint64
+	mark uint32
+	tos  uint8
 }
 
-func unpack(k *flow.Key) key {
-	u := key{k: k, hasSrc: k.Src.IsValid() && !k.Src.IsUnspecified()}
+func unpack(k *flow.Key, fam uint8) key {
+	u := key{k: k, hasSrc: k.Src.IsValid() && !k.Src.IsUnspecified(), mark: k.Mark}
 	if k.Dst.Is4() {
 		a := k.Dst.As4()
 		u.d4 = binary.BigEndian.Uint32(a[:])
+		u.w[0] = uint64(u.d4) << 32
 	} else if k.Dst.IsValid() {
 		u.dst = k.Dst.As16()
+		u.w[0], u.w[1] = binary.BigEndian.Uint64(u.dst[:8]), binary.BigEndian.Uint64(u.dst[8:])
 	}
 	if k.Src.Is4() {
 		a := k.Src.As4()
 		u.s4 = binary.BigEndian.Uint32(a[:])
+		u.w[2] = uint64(u.s4) << 32
 	} else if k.Src.IsValid() {
 		u.src = k.Src.As16()
+		u.w[2], u.w[3] = binary.BigEndian.Uint64(u.src[:8]), binary.BigEndian.Uint64(u.src[8:])
+	}
+	// The TOS the compiled records compare with: fib4_rule_match()'s
+	// flow TOS & 0x1C (IPTOS_RT_MASK without the ECN bit), or
+	// fib6_rule_match()'s DSCP.
+	if fam == rtnl.AF_INET6 {
+		u.tos = k.TOS >> 2
+	} else {
+		u.tos = k.TOS & 0x1C
 	}
 	return u
 }
@@ -87,10 +105,20 @@ type Matcher struct {
 }
 
 // Matcher returns the matcher of k in s; k must outlive it.
-func (s Snapshot) Matcher(k *flow.Key) Matcher { return Matcher{s: s, u: unpack(k)} }
+func (s Snapshot) Matcher(k *flow.Key) Matcher { return Matcher{s: s, u: unpack(k, s.fam.id)} }
 
-// Next is Match from p.
+// Next is Match from p. A list of the inet families up to compileMax rules
+// long walks its compiled records (compiled.go), any other the chunks with
+// the general match; both give the same hits.
 func (m *Matcher) Next(p Pos) (Hit, bool) {
+	if c := m.s.l.comp; c != nil {
+		return m.nextCompiled(c, p)
+	}
+	return m.nextGeneral(p)
+}
+
+// nextGeneral is Next over the chunks, every rule through match.
+func (m *Matcher) nextGeneral(p Pos) (Hit, bool) {
 	s := &m.s
 	l := s.l
 	for c := int(p.c); c < len(l.chunks); c++ {

@@ -56,7 +56,7 @@ func NewOps(id uint8, env Env) *Ops {
 	for _, f := range families {
 		if f.id == id {
 			o := &Ops{fam: f, env: env}
-			o.cur.Store(newList(f.defaults))
+			o.cur.Store(compileList(f, newList(f.defaults)))
 			return o
 		}
 	}
@@ -325,7 +325,7 @@ func (o *Ops) NewRule(m *rtnl.RuleMsg, nlFlags uint16) (Change, *rtnl.Error) {
 		o.liveExtras++
 	}
 	nl := l.insert(r, extras)
-	o.cur.Store(nl)
+	o.cur.Store(compileList(o.fam, nl))
 	o.dups.added(nl, &r)
 	return Change{Rule: r, x: xp, fam: o.fam, l: nl}, nil
 }
@@ -409,7 +409,7 @@ func (o *Ops) DelRule(m *rtnl.RuleMsg) (Change, *rtnl.Error) {
 		o.liveExtras--
 		nl = o.maybeCompact(nl)
 	}
-	o.cur.Store(nl)
+	o.cur.Store(compileList(o.fam, nl))
 	o.dups.removed(&victim, vx)
 	return Change{Rule: victim, x: vx, fam: o.fam, l: nl}, nil
 }

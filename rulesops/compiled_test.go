@@ -1,0 +1,476 @@
+package rulesops
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nlemu/nlemu/flow"
+	"github.com/nlemu/nlemu/rtnl"
+	rt "github.com/nlemu/nlemu/rtnl/rtnltest"
+)
+
+// general returns s without its match program: the same rules walked by
+// the general matcher (the slow obvious reference of the compiled one).
+func general(s Snapshot) Snapshot {
+	return Snapshot{fam: s.fam, l: &list{chunks: s.l.chunks, n: s.l.n, extras: s.l.extras}}
+}
+
+// flat returns a Pos of s as the rule's index in the list, whichever
+// matcher produced it.
+func flat(s Snapshot, p Pos) int {
+	if s.l.comp != nil {
+		return int(p.o)
+	}
+	i := int(p.o)
+	for c := 0; c < int(p.c); c++ {
+		i += len(s.l.chunks[c].rules)
+	}
+	return i
+}
+
+// step is one hit of a walk, positions as list indexes.
+type step struct {
+	At, Goto int
+	H        Hit
+}
+
+// trajectory walks every rule k matches from the start, following
+// resolved gotos as fib's walk does, and returns the hits.
+func trajectory(s Snapshot, k *flow.Key) []step {
+	var out []step
+	m := s.Matcher(k)
+	p := Pos{}
+	for n := 0; n < 10000; n++ {
+		h, ok := m.Next(p)
+		if !ok {
+			return out
+		}
+		st := step{At: flat(s, h.Pos), Goto: -1, H: h}
+		st.H.Pos, st.H.Goto = Pos{}, Pos{}
+		p = h.Next()
+		if h.Action == rtnl.FR_ACT_GOTO && h.Resolved {
+			st.Goto = flat(s, h.Goto)
+			p = h.Goto
+		}
+		out = append(out, st)
+	}
+	panic("walk does not end")
+}
+
+// ruleGen draws random rules and flows that hit them: addresses from a few
+// prefixes, marks, uids and ports near the rules' own.
+type ruleGen struct {
+	rng  *rand.Rand
+	fam  uint8
+	nets []netip.Addr
+}
+
+func newRuleGen(seed int64, fam uint8) *ruleGen {
+	g := &ruleGen{rng: rand.New(rand.NewSource(seed)), fam: fam}
+	for i := 0; i < 6; i++ {
+		g.nets = append(g.nets, g.randAddr())
+	}
+	return g
+}
+
+func (g *ruleGen) randAddr() netip.Addr {
+	if g.fam == rtnl.AF_INET {
+		var b [4]byte
+		g.rng.Read(b[:])
+		return netip.AddrFrom4(b)
+	}
+	var b [16]byte
+	g.rng.Read(b[:])
+	return netip.AddrFrom16(b)
+}
+
+// near returns an address sharing a random-length prefix with one of the
+// generator's networks.
+func (g *ruleGen) near() netip.Addr {
+	base := g.nets[g.rng.Intn(len(g.nets))].AsSlice()
+	r := g.randAddr().AsSlice()
+	keep := g.rng.Intn(len(base)*8 + 1)
+	for i := range base {
+		switch {
+		case keep >= (i+1)*8:
+		case keep <= i*8:
+			base[i] = r[i]
+		default:
+			m := byte(0xFF) << (8 - keep%8)
+			base[i] = base[i]&m | r[i]&^m
+		}
+	}
+	a, _ := netip.AddrFromSlice(base)
+	return a
+}
+
+func (g *ruleGen) pick(n int) bool { return g.rng.Intn(n) == 0 }
+
+var genNames = []string{"lo", "v0", "gone", "w7"}
+
+// rule returns a random request; some are invalid, which NewRule rejects.
+func (g *ruleGen) rule(pref uint32) *rtnl.RuleMsg {
+	m := &rtnl.RuleMsg{Family: g.fam, Action: rtnl.FR_ACT_TO_TBL, Table32: uint32(1 + g.rng.Intn(300)), Priority: pref}
+	m.Set(rtnl.FRA_TABLE)
+	m.Set(rtnl.FRA_PRIORITY)
+	bits := 32
+	if g.fam == rtnl.AF_INET6 {
+		bits = 128
+	}
+	switch g.rng.Intn(12) {
+	case 0:
+		m.Action = rtnl.FR_ACT_GOTO
+		m.Goto = pref + 1 + uint32(g.rng.Intn(6))
+		m.Set(rtnl.FRA_GOTO)
+	case 1:
+		m.Action = rtnl.FR_ACT_NOP
+	case 2:
+		m.Action = uint8(rtnl.FR_ACT_BLACKHOLE + g.rng.Intn(3))
+	}
+	if g.pick(3) {
+		m.DstLen = uint8(g.rng.Intn(bits + 1))
+		m.Dst = g.near().AsSlice()
+		m.Set(rtnl.FRA_DST)
+	}
+	if g.pick(3) {
+		m.SrcLen = uint8(g.rng.Intn(bits + 1))
+		m.Src = g.near().AsSlice()
+		m.Set(rtnl.FRA_SRC)
+	}
+	if g.pick(3) {
+		m.FwMark = uint32(g.rng.Intn(8))
+		m.Set(rtnl.FRA_FWMARK)
+		if g.pick(2) {
+			m.FwMask = uint32(g.rng.Intn(16))
+			m.Set(rtnl.FRA_FWMASK)
+		}
+	} else if g.pick(20) {
+		m.FwMask = 3
+		m.Set(rtnl.FRA_FWMASK)
+	}
+	if g.pick(5) {
+		m.Tos = uint8(g.rng.Intn(8)) << 2
+		if g.fam == rtnl.AF_INET6 {
+			m.Tos = uint8(g.rng.Intn(64)) << 2
+		}
+	} else if g.pick(10) {
+		m.DSCP = uint8(g.rng.Intn(64))
+		m.Set(rtnl.FRA_DSCP)
+		if g.pick(2) {
+			m.DSCPMask = m.DSCP | uint8(g.rng.Intn(64))
+			m.Set(rtnl.FRA_DSCP_MASK)
+		}
+	}
+	if g.pick(6) {
+		m.IIFName = []byte(genNames[g.rng.Intn(len(genNames))])
+		m.Set(rtnl.FRA_IIFNAME)
+	}
+	if g.pick(8) {
+		m.OIFName = []byte(genNames[g.rng.Intn(len(genNames))])
+		m.Set(rtnl.FRA_OIFNAME)
+	}
+	if g.pick(8) {
+		s := uint32(g.rng.Intn(300))
+		m.UIDRange = [2]uint32{s, s + uint32(g.rng.Intn(100))}
+		m.Set(rtnl.FRA_UID_RANGE)
+	}
+	if g.pick(8) {
+		m.IPProto = []uint8{6, 17}[g.rng.Intn(2)]
+		m.Set(rtnl.FRA_IP_PROTO)
+	}
+	if g.pick(8) {
+		s := uint16(1 + g.rng.Intn(2000))
+		m.DportRange = [2]uint16{s, s + uint16(g.rng.Intn(3)*50)}
+		m.Set(rtnl.FRA_DPORT_RANGE)
+	}
+	if g.pick(10) {
+		s := uint16(1 + g.rng.Intn(2000))
+		m.SportRange = [2]uint16{s, s}
+		m.Set(rtnl.FRA_SPORT_RANGE)
+	}
+	if g.pick(15) {
+		m.TunID = uint64(g.rng.Intn(3))
+		m.Set(rtnl.FRA_TUN_ID)
+	}
+	if g.pick(30) {
+		m.L3MDev = 1
+		m.Set(rtnl.FRA_L3MDEV)
+		m.Present &^= 1 << rtnl.FRA_TABLE
+	}
+	if g.pick(6) {
+		m.SuppressPrefixlen = uint32(g.rng.Intn(bits + 1))
+		m.Set(rtnl.FRA_SUPPRESS_PREFIXLEN)
+	}
+	if g.fam == rtnl.AF_INET6 && g.pick(10) {
+		m.FlowLabelMask = uint32(g.rng.Intn(4)) << 18
+		m.FlowLabel = m.FlowLabelMask & uint32(g.rng.Intn(1<<20))
+		m.Set(rtnl.FRA_FLOWLABEL)
+		m.Set(rtnl.FRA_FLOWLABEL_MASK)
+	}
+	if g.pick(6) {
+		m.Flags |= rtnl.FIB_RULE_INVERT
+	}
+	if g.pick(5) {
+		m.Flags |= rtnl.FIB_RULE_FIND_SADDR
+	}
+	return m
+}
+
+// flow returns a random key likely to meet some rules' selectors.
+func (g *ruleGen) flow() flow.Key {
+	k := flow.Key{Dst: g.near()}
+	switch g.rng.Intn(4) {
+	case 0:
+	case 1:
+		if g.fam == rtnl.AF_INET {
+			k.Src = netip.IPv4Unspecified()
+		} else {
+			k.Src = netip.IPv6Unspecified()
+		}
+	default:
+		k.Src = g.near()
+	}
+	devs := []int32{0, 1, 3, 7}
+	k.IIF, k.OIF = devs[g.rng.Intn(4)], devs[g.rng.Intn(4)]
+	k.Mark = uint32(g.rng.Intn(16))
+	if g.pick(4) {
+		k.Mark = g.rng.Uint32()
+	}
+	k.UID = uint32(g.rng.Intn(420))
+	k.TOS = uint8(g.rng.Intn(256))
+	k.Proto = []uint8{0, 6, 17}[g.rng.Intn(3)]
+	k.Sport, k.Dport = uint16(g.rng.Intn(2200)), uint16(g.rng.Intn(2200))
+	k.TunID = uint64(g.rng.Intn(3))
+	if g.fam == rtnl.AF_INET6 {
+		k.FlowLabel = uint32(g.rng.Intn(1 << 20))
+	}
+	return k
+}
+
+// TestCompiledMatcherAgainstGeneral is the compiled matcher against the
+// general one (every rule through fib_rule_match()'s mirror) on random
+// rule sets of both families, 100,000+ random flows each, with device
+// events between flows: the same rules hit, in the same order, with the
+// same Hit (goto targets, suppressors, FIND_SADDR source) every time.
+func TestCompiledMatcherAgainstGeneral(t *testing.T) {
+	const sets, flowsPerSet = 250, 450
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		t.Run(fmt.Sprint(fam), func(t *testing.T) {
+			g := newRuleGen(int64(fam), fam)
+			flows, compiledSets, hits := 0, 0, 0
+			for set := 0; set < sets; set++ {
+				o := newTestOps(t, fam)
+				n := g.rng.Intn(40)
+				if set%50 == 49 {
+					n = compileMax + 10 // over the cap: both general
+				}
+				pref := uint32(1)
+				for i := 0; i < n; i++ {
+					if !g.pick(4) {
+						pref += uint32(g.rng.Intn(3))
+					}
+					m := g.rule(pref)
+					o.NewRule(m, 0) // invalid requests are rejected
+				}
+				if g.pick(3) && o.Len() > 3 {
+					// A delete republishes the list (and its program).
+					dm := &rtnl.RuleMsg{Family: fam, Priority: o.Snapshot().l.At(1).Pref}
+					dm.Set(rtnl.FRA_PRIORITY)
+					o.DelRule(dm)
+				}
+				s := o.Snapshot()
+				if s.Len() <= compileMax {
+					if s.l.comp == nil {
+						t.Fatalf("set %d: %d rules, no match program", set, s.Len())
+					}
+					compiledSets++
+				}
+				ref := general(s)
+				for i := 0; i < flowsPerSet; i++ {
+					switch i {
+					case flowsPerSet / 3:
+						o.DevRegistered([]byte("gone"), 7)
+					case flowsPerSet * 2 / 3:
+						o.DevUnregistered(3)
+					}
+					k := g.flow()
+					want := trajectory(ref, &k)
+					got := trajectory(s, &k)
+					if !slices.Equal(want, got) {
+						t.Fatalf("set %d flow %+v (-general +compiled):\n%s", set, k, cmp.Diff(want, got, cmp.AllowUnexported(Pos{})))
+					}
+					flows++
+					hits += len(got)
+				}
+			}
+			if flows < 100000 || compiledSets < sets*9/10 {
+				t.Fatalf("%d flows over %d compiled sets: too few", flows, compiledSets)
+			}
+			t.Logf("%d flows, %d compiled sets, %d hits", flows, compiledSets, hits)
+		})
+	}
+}
+
+// TestCompiledDetachedRuleSeesDeviceEvents: a rule naming a missing
+// device never matches (RULES-SPEC A27) until the device appears; the
+// device event changes no published list, so the compiled matcher must
+// read the binding at match time.
+func TestCompiledDetachedRuleSeesDeviceEvents(t *testing.T) {
+	o := newTestOps(t, rtnl.AF_INET)
+	addRule(t, o, rt.Body(rt.V4(0), rt.Pref(6), rt.Table(6), rt.Str(rtnl.FRA_IIFNAME, "gone")))
+	s := o.Snapshot()
+	if s.l.comp == nil {
+		t.Fatal("no match program")
+	}
+	k := flow.Key{Dst: v4("8.8.8.8"), IIF: 9}
+	if diff := cmp.Diff([]uint32{0, 32766, 32767}, prefs(s, &k)); diff != "" {
+		t.Errorf("detached (-want +got):\n%s", diff)
+	}
+	o.DevRegistered([]byte("gone"), 9)
+	if diff := cmp.Diff([]uint32{0, 6, 32766, 32767}, prefs(s, &k)); diff != "" {
+		t.Errorf("attached (-want +got):\n%s", diff)
+	}
+	o.DevUnregistered(9)
+	if diff := cmp.Diff([]uint32{0, 32766, 32767}, prefs(s, &k)); diff != "" {
+		t.Errorf("detached again (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompiledRecordSelectors checks what compileRule encodes for the
+// common selectors, and that the rare ones go to the general path.
+func TestCompiledRecordSelectors(t *testing.T) {
+	o4 := newTestOps(t, rtnl.AF_INET)
+	o6 := newTestOps(t, rtnl.AF_INET6)
+	hs := rt.V4(0)
+	hs.SrcLen = 24
+	htos := rt.V4(0)
+	htos.Tos = 0x10
+	hinv := rt.V4(0)
+	hinv.Flags = rtnl.FIB_RULE_INVERT
+	h6s := rt.V6(0)
+	h6s.SrcLen = 64
+	h6fs := h6s
+	h6fs.Flags = rtnl.FIB_RULE_FIND_SADDR
+	h6tos := rt.V6(0)
+	h6tos.Tos = 0xb8
+	for _, tc := range []struct {
+		name string
+		o    *Ops
+		body []byte
+		want mrec
+	}{
+		{"fwmark", o4, rt.Body(rt.V4(0), rt.Pref(10), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 7)),
+			mrec{mark: 7, markMask: 0xFFFFFFFF}},
+		{"fwmark/mask", o4, rt.Body(rt.V4(0), rt.Pref(11), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 0x17), rt.U32(rtnl.FRA_FWMASK, 0xf0)),
+			mrec{mark: 0x10, markMask: 0xf0}},
+		{"from v4", o4, rt.Body(hs, rt.Pref(12), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "192.168.1.0")),
+			mrec{sel: selAddr}},
+		{"tos v4", o4, rt.Body(htos, rt.Pref(13), rt.Table(10)), mrec{tos: 0x10, tosMask: 0xFF}},
+		{"uid", o4, rt.Body(rt.V4(0), rt.Pref(14), rt.Table(10), rt.UIDRange(1, 2)), mrec{sel: selSlow}},
+		{"iif", o4, rt.Body(rt.V4(0), rt.Pref(15), rt.Table(10), rt.Str(rtnl.FRA_IIFNAME, "lo")), mrec{sel: selSlow}},
+		{"not fwmark", o4, rt.Body(hinv, rt.Pref(16), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 7)), mrec{sel: selSlow}},
+		{"suppress only", o4, rt.Body(rt.V4(0), rt.Pref(17), rt.Table(10), rt.U32(rtnl.FRA_SUPPRESS_PREFIXLEN, 0)), mrec{}},
+		{"from v6", o6, rt.Body(h6s, rt.Pref(10), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "2001:db8:1::")),
+			mrec{sel: selAddr | selNeedSrc}},
+		{"from v6 find_saddr", o6, rt.Body(h6fs, rt.Pref(11), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "2001:db8:1::")),
+			mrec{sel: selSlow}},
+		{"tos v6 is the dscp", o6, rt.Body(h6tos, rt.Pref(12), rt.Table(10)), mrec{tos: 0xb8 >> 2, tosMask: 0xFF}},
+		{"flowlabel", o6, rt.Body(rt.V6(0), rt.Pref(13), rt.Table(10), rt.BE32(rtnl.FRA_FLOWLABEL, 1), rt.BE32(rtnl.FRA_FLOWLABEL_MASK, 1)),
+			mrec{sel: selSlow}},
+	} {
+		addRule(t, tc.o, tc.body)
+		s := tc.o.Snapshot()
+		var got mrec
+		found := false
+		for i := 0; i < s.Len(); i++ {
+			r, _ := s.Rule(i)
+			if r.Pref == pref(tc.body) {
+				got, found = s.l.comp.recs[i], true
+			}
+		}
+		if !found {
+			t.Fatalf("%s: rule not found", tc.name)
+		}
+		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(mrec{})); diff != "" {
+			t.Errorf("%s: record (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// pref returns the FRA_PRIORITY of a rule body built by rtnltest.
+func pref(body []byte) uint32 {
+	m := rtnl.SplitDatagram(rt.Msg(rtnl.RTM_NEWRULE, rt.AddFlags, 1, body))
+	r, err := rtnl.DecodeRuleHeader(&m[0])
+	if err != nil || r.ParseAttrs() != nil {
+		panic("bad body")
+	}
+	return r.Priority
+}
+
+// TestCompiledOverCapUsesGeneral: a list longer than compileMax has no
+// program and still matches.
+func TestCompiledOverCapUsesGeneral(t *testing.T) {
+	o := newTestOps(t, rtnl.AF_INET)
+	for i := 0; i < compileMax; i++ {
+		addRule(t, o, rt.Body(rt.V4(0), rt.Pref(uint32(10+i)), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, uint32(i+1))))
+	}
+	s := o.Snapshot()
+	if s.l.comp != nil {
+		t.Fatalf("%d rules compiled, want the general path", s.Len())
+	}
+	k := flow.Key{Dst: v4("1.2.3.4"), Mark: 5}
+	if diff := cmp.Diff([]uint32{0, 14, 32766, 32767}, prefs(s, &k)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// benchOps returns a namespace's rules as lookupbench builds them: the
+// defaults and k fwmark rules no benchmark flow carries.
+func benchOps(b *testing.B, fam uint8, k int) *Ops {
+	o := newTestOps(b, fam)
+	for i := 0; i < k; i++ {
+		m := &rtnl.RuleMsg{Family: fam, Action: rtnl.FR_ACT_TO_TBL,
+			Priority: uint32(100 + i), Table32: uint32(1000 + i), FwMark: uint32(i + 1)}
+		m.Present = 1<<rtnl.FRA_PRIORITY | 1<<rtnl.FRA_TABLE | 1<<rtnl.FRA_FWMARK
+		if _, err := o.NewRule(m, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return o
+}
+
+// benchMatcher times the matcher part of fib's rule walk over the
+// benchmark's rules: the walk stops at local (whose table misses), then
+// resumes and passes the k custom rules to reach main. ns/rule is the
+// time divided by the rules looked at.
+func benchMatcher(b *testing.B, fam uint8, compiled bool) {
+	const k = 10
+	s := benchOps(b, fam, k).Snapshot()
+	if !compiled {
+		s = general(s)
+	}
+	g := newRuleGen(1, fam)
+	keys := make([]flow.Key, 1024)
+	for i := range keys {
+		keys[i] = flow.Key{Dst: g.randAddr(), IIF: 1}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := s.Matcher(&keys[i&1023])
+		h, _ := m.Next(Pos{})
+		if h, _ = m.Next(h.Next()); h.Table != rtnl.RT_TABLE_MAIN {
+			b.Fatalf("hit %+v, want main", h)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(k+2), "ns/rule")
+}
+
+func BenchmarkMatcher4(b *testing.B)        { benchMatcher(b, rtnl.AF_INET, true) }
+func BenchmarkMatcher6(b *testing.B)        { benchMatcher(b, rtnl.AF_INET6, true) }
+func BenchmarkMatcherGeneral4(b *testing.B) { benchMatcher(b, rtnl.AF_INET, false) }
+func BenchmarkMatcherGeneral6(b *testing.B) { benchMatcher(b, rtnl.AF_INET6, false) }
