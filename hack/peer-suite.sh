@@ -23,6 +23,7 @@
 set -euo pipefail
 run='Rule|Route'
 keep=0
+pin=0
 count=1
 gmp=()
 kstrace=()
@@ -33,7 +34,8 @@ while [ $# -gt 0 ]; do
 	-gomaxprocs) gmp=(env GOMAXPROCS="$2"); shift 2 ;;
 	-strace-kernel) kstrace=(strace -f -qq -o /dev/null); shift ;;
 	-keep) keep=1; shift ;;
-	*) echo "usage: $0 [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-keep]" >&2; exit 2 ;;
+	-pin-rule-subtests) pin=1; shift ;;
+	*) echo "usage: $0 [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-pin-rule-subtests] [-keep]" >&2; exit 2 ;;
 	esac
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +54,35 @@ trap cleanup EXIT
 
 cp -r "$src" "$work/netlink"
 chmod -R u+w "$work/netlink"
+if [ $pin = 1 ]; then
+	# For diagnosis only, never the measured run: TestRuleListFiltered's
+	# subtest goroutines lock their thread and enter the test's namespace
+	# (setUpNetlinkTest's, which only the test's own goroutine is in), so
+	# a goroutine moving to another thread cannot change namespace.
+	cat >"$work/netlink/zz_pin_test.go" <<'PIN'
+package netlink
+
+import (
+	"runtime"
+
+	"github.com/vishvananda/netns"
+)
+
+var ruleTestNS netns.NsHandle
+
+func pinRuleTest() {
+	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	if err := netns.Set(ruleTestNS); err != nil {
+		panic(err)
+	}
+}
+PIN
+	sed -i -e 's/^\tdefer setUpNetlinkTest(t)()$/&; ruleTestNS, _ = netns.Get()/' \
+		-e 's/^func runRuleListFiltered(.*{$/&\n\tpinRuleTest()/' \
+		-e 's/^\t\tt.Run(tt.name, func(t \*testing.T) {$/&\n\t\t\tpinRuleTest()/' "$work/netlink/rule_test.go"
+	sed -i 's#^\t"golang.org/x/sys/unix"$#&\n\t"github.com/vishvananda/netns"#' "$work/netlink/rule_test.go"
+	grep -c pinRuleTest "$work/netlink/rule_test.go" | sed 's/^/pinned subtest functions: /'
+fi
 (cd "$work/netlink" && CGO_ENABLED=0 go test -c -o "$work/netlink.test" .)
 go build -o "$work/nlemu" ./cmd/nlemu
 
@@ -65,7 +96,7 @@ mkdir -p "$work/sock"
 chmod 700 "$work/sock"
 sock="$work/sock/nlemu.sock"
 
-echo "vishvananda/netlink $ver: go test -run '$run' -count $count inside unshare -r, as $( [ ${#runas[@]} -gt 0 ] && echo 'uid 65534' || id -un)${gmp:+, ${gmp[1]:-}}${kstrace:+, kernel side under strace -f}"
+echo "vishvananda/netlink $ver: go test -run '$run' -count $count inside unshare -r, as $( [ ${#runas[@]} -gt 0 ] && echo 'uid 65534' || id -un)${gmp:+, ${gmp[1]:-}}${kstrace:+, kernel side under strace -f}$( [ $pin = 1 ] && echo ', TestRuleListFiltered subtests pinned (diagnosis)')"
 cd "$work"
 "${runas[@]}" unshare -r -n "${kstrace[@]}" "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >kernel.txt 2>&1 || true
 "${runas[@]}" ./nlemu serve --socket "$sock" 2>server.txt &
