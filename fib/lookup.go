@@ -210,8 +210,8 @@ func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) sy
 	m := rs.Matcher(k)
 	p := rulesops.Pos{}
 	for {
-		r, ok := m.Next(p)
-		if !ok {
+		r := m.Step(p)
+		if r == nil {
 			// -ESRCH from the walk: __fib_lookup() turns it into
 			// ENETUNREACH; IPv6 returns the null entry, whose error is
 			// the same.
@@ -256,7 +256,7 @@ func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) sy
 		}
 		*h = noHit
 		err := f.lookupIn(snap, table, k, h)
-		if err == 0 && f.suppressed(&r, h) {
+		if err == 0 && f.suppressed(r, h) {
 			continue
 		}
 		if err != syscall.EAGAIN {

@@ -195,9 +195,9 @@ func compileRule(f *family, r *Rule, x *Extra) (mrec, maddr) {
 	return rec, a
 }
 
-// nextCompiled is Matcher.Next over the list's match program: Pos.o is the
+// stepCompiled is Matcher.Step over the list's match program: Pos.o is the
 // rule's index in the list (Pos.c is 0).
-func (m *Matcher) nextCompiled(c *compiled, p Pos) (Hit, bool) {
+func (m *Matcher) stepCompiled(c *compiled, p Pos) *Hit {
 	recs := c.recs
 	mark, tos := m.u.mark, m.u.tos
 	for i := int(p.o); i < len(recs); i++ {
@@ -206,19 +206,21 @@ func (m *Matcher) nextCompiled(c *compiled, p Pos) (Hit, bool) {
 			continue
 		}
 		if r.sel == 0 {
-			return c.hits[i].hit, true
+			return &c.hits[i].hit
 		}
 		ok, findSaddr := m.selCheck(c, i, r.sel)
 		if !ok {
 			continue
 		}
-		h := c.hits[i].hit
-		if findSaddr {
-			h.FindSaddr, h.SrcLen, h.Src = true, c.hits[i].r.SrcLen, c.hits[i].x.Src
+		if !findSaddr {
+			return &c.hits[i].hit
 		}
-		return h, true
+		ch := &c.hits[i]
+		m.h = ch.hit
+		m.h.FindSaddr, m.h.SrcLen, m.h.Src = true, ch.r.SrcLen, ch.x.Src
+		return &m.h
 	}
-	return Hit{}, false
+	return nil
 }
 
 // selCheck is the part of record i beyond fwmark and TOS.

@@ -46,35 +46,31 @@ func (s Snapshot) Family() uint8 { return s.fam.id }
 // key is a flow key with its addresses unpacked once per Match call, so that
 // the per-rule comparisons are integer operations.
 type key struct {
-	k        *flow.Key
-	dst, src [16]byte
-	d4, s4   uint32
-	hasSrc   bool
-	// The compiled matcher's view (compiled.go): the addresses as
-	// big-endian words (dst hi, dst lo, src hi, src lo; IPv4 in the high
-	// half of the hi word), the fwmark and the family's TOS value.
-	w    [4]uint64
-	mark uint32
-	tos  uint8
+	k *flow.Key
+	// w is the addresses as big-endian words: dst hi, dst lo, src hi,
+	// src lo; an IPv4 address is the high half of its hi word.
+	w      [4]uint64
+	mark   uint32
+	tos    uint8 // the family's TOS value the compiled records compare with
+	hasSrc bool
 }
 
+// unpack returns k unpacked for the matcher of family fam.
 func unpack(k *flow.Key, fam uint8) key {
 	u := key{k: k, hasSrc: k.Src.IsValid() && !k.Src.IsUnspecified(), mark: k.Mark}
 	if k.Dst.Is4() {
 		a := k.Dst.As4()
-		u.d4 = binary.BigEndian.Uint32(a[:])
-		u.w[0] = uint64(u.d4) << 32
+		u.w[0] = uint64(binary.BigEndian.Uint32(a[:])) << 32
 	} else if k.Dst.IsValid() {
-		u.dst = k.Dst.As16()
-		u.w[0], u.w[1] = binary.BigEndian.Uint64(u.dst[:8]), binary.BigEndian.Uint64(u.dst[8:])
+		a := k.Dst.As16()
+		u.w[0], u.w[1] = binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
 	}
 	if k.Src.Is4() {
 		a := k.Src.As4()
-		u.s4 = binary.BigEndian.Uint32(a[:])
-		u.w[2] = uint64(u.s4) << 32
+		u.w[2] = uint64(binary.BigEndian.Uint32(a[:])) << 32
 	} else if k.Src.IsValid() {
-		u.src = k.Src.As16()
-		u.w[2], u.w[3] = binary.BigEndian.Uint64(u.src[:8]), binary.BigEndian.Uint64(u.src[8:])
+		a := k.Src.As16()
+		u.w[2], u.w[3] = binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
 	}
 	// The TOS the compiled records compare with: fib4_rule_match()'s
 	// flow TOS & 0x1C (IPTOS_RT_MASK without the ECN bit), or
@@ -96,12 +92,29 @@ func (s Snapshot) Match(p Pos, k *flow.Key) (Hit, bool) {
 	return m.Next(p)
 }
 
+// Step is Next by pointer, for the rule walk: the hit of a compiled list
+// is its precomputed, read-only record (no 60-byte Hit copied per step),
+// any other is m's own copy. It returns nil at the end of the list. The
+// Hit must not be modified and is valid until the next Step or Next on m.
+func (m *Matcher) Step(p Pos) *Hit {
+	if c := m.s.l.comp; c != nil {
+		return m.stepCompiled(c, p)
+	}
+	h, ok := m.nextGeneral(p)
+	if !ok {
+		return nil
+	}
+	m.h = h
+	return &m.h
+}
+
 // Matcher is a flow unpacked once for a whole rule walk: a lookup that
 // resumes the walk after each table that did not answer pays the address
 // unpacking once, not once per resumption.
 type Matcher struct {
 	s Snapshot
 	u key
+	h Hit // Step's answer when it is not a compiled record
 }
 
 // Matcher returns the matcher of k in s; k must outlive it.
@@ -111,10 +124,10 @@ func (s Snapshot) Matcher(k *flow.Key) Matcher { return Matcher{s: s, u: unpack(
 // long walks its compiled records (compiled.go), any other the chunks with
 // the general match; both give the same hits.
 func (m *Matcher) Next(p Pos) (Hit, bool) {
-	if c := m.s.l.comp; c != nil {
-		return m.nextCompiled(c, p)
+	if h := m.Step(p); h != nil {
+		return *h, true
 	}
-	return m.nextGeneral(p)
+	return Hit{}, false
 }
 
 // nextGeneral is Next over the chunks, every rule through match.
@@ -211,10 +224,10 @@ func mask4(plen uint8) uint32 {
 // match4 is fib4_rule_match().
 func (s Snapshot) match4(r *Rule, x *Extra, u *key) bool {
 	k := u.k
-	if r.SrcLen != 0 && (u.s4^binary.BigEndian.Uint32(x.Src[:4]))&mask4(r.SrcLen) != 0 {
+	if r.SrcLen != 0 && (uint32(u.w[2]>>32)^binary.BigEndian.Uint32(x.Src[:4]))&mask4(r.SrcLen) != 0 {
 		return false
 	}
-	if r.DstLen != 0 && (u.d4^binary.BigEndian.Uint32(x.Dst[:4]))&mask4(r.DstLen) != 0 {
+	if r.DstLen != 0 && (uint32(u.w[0]>>32)^binary.BigEndian.Uint32(x.Dst[:4]))&mask4(r.DstLen) != 0 {
 		return false
 	}
 	// TOS mode: the rule's TOS against the flow's, masked with
@@ -232,33 +245,24 @@ func (s Snapshot) match4(r *Rule, x *Extra, u *key) bool {
 	return matchL4(x, k)
 }
 
-// prefix6 reports whether a and b agree in their first plen bits
-// (ipv6_prefix_equal()).
-func prefix6(a, b *[16]byte, plen uint8) bool {
-	n := int(plen / 8)
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	if rem := plen % 8; rem != 0 {
-		m := byte(0xFF) << (8 - rem)
-		return (a[n]^b[n])&m == 0
-	}
-	return true
+// prefix6 reports whether the address in words hi, lo and b agree in their
+// first plen bits (ipv6_prefix_equal()).
+func prefix6(hi, lo uint64, b *[16]byte, plen uint8) bool {
+	mh, ml := mask64(plen)
+	return (hi^binary.BigEndian.Uint64(b[:8]))&mh|(lo^binary.BigEndian.Uint64(b[8:]))&ml == 0
 }
 
 // match6 is fib6_rule_match().
 func (s Snapshot) match6(r *Rule, x *Extra, u *key) (bool, bool) {
 	k := u.k
-	if r.DstLen != 0 && !prefix6(&u.dst, &x.Dst, r.DstLen) {
+	if r.DstLen != 0 && !prefix6(u.w[0], u.w[1], &x.Dst, r.DstLen) {
 		return false, false
 	}
 	findSaddr := false
 	if r.SrcLen != 0 {
 		switch {
 		case u.hasSrc:
-			if !prefix6(&u.src, &x.Src, r.SrcLen) {
+			if !prefix6(u.w[2], u.w[3], &x.Src, r.SrcLen) {
 				return false, false
 			}
 		case r.Flags&rtnl.FIB_RULE_FIND_SADDR != 0:
