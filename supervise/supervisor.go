@@ -472,7 +472,7 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	fd, portid, err := dialOn(s.spare.take(), s.cfg.Socket, ns.name, s.tgid(c.tid), ns.opts)
-	s.spare.fill(s.cfg.Socket) // the next socket()'s connection (spare.go)
+	defer s.spare.fill(s.cfg.Socket) // the next socket()'s connection, once this one is answered (spare.go)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
 		var hr *helloRefused
