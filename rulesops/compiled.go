@@ -30,22 +30,23 @@ const compileMax = chunkMax
 // iif/oif is always on the slow path, which loads the index atomically.
 type compiled struct {
 	recs  []mrec  // scanned per rule
+	sel   []uint8 // parallel to recs: sel* bits, what else to check
 	addrs []maddr // parallel to recs; nil when no rule has an address
 	hits  []chit  // parallel to recs; read once per match
 }
 
-// mrec is the part of a rule every walk reads: 12 bytes.
+// mrec is the part of a rule every walk reads, 16 bytes: two tests as one
+// (key.kv ^ val) & mask, where the low 32 bits are fib_rule_match()'s
+// fwmark test ((mark ^ flow) & mask, mask 0 for a rule without one) and
+// bits 32–39 the family's TOS test against key.tos (see unpack): IPv4
+// compares the rule's tos with the flow's & 0x1C (fib4_rule_match()),
+// IPv6 the DSCPs (fib6_rule_match()).
 type mrec struct {
-	// fib_rule_match()'s fwmark test, (mark ^ flow) & mask, with mask 0
-	// for a rule without one.
-	mark, markMask uint32
-	// The family's TOS test as a value and mask against key.tos (see
-	// unpack): IPv4 compares the rule's tos with the flow's & 0x1C
-	// (fib4_rule_match()), IPv6 the DSCPs (fib6_rule_match()).
-	tos, tosMask uint8
-	sel          uint8 // sel* bits: what else to check
-	_            uint8
+	val, mask uint64
 }
+
+// kvOf packs a fwmark and a TOS value as key.kv and mrec hold them.
+func kvOf(mark uint32, tos uint8) uint64 { return uint64(mark) | uint64(tos)<<32 }
 
 // sel bits of an mrec.
 const (
@@ -83,18 +84,19 @@ func compileList(f *family, l *list) *list {
 	if l.n == 0 || l.n > compileMax || (f.id != rtnl.AF_INET && f.id != rtnl.AF_INET6) {
 		return l
 	}
-	c := &compiled{recs: make([]mrec, 0, l.n), hits: make([]chit, 0, l.n)}
+	c := &compiled{recs: make([]mrec, 0, l.n), sel: make([]uint8, 0, l.n), hits: make([]chit, 0, l.n)}
 	prefs := make([]uint32, 0, l.n)
 	l.from(pos{}, 0, func(i int, r *Rule) bool {
 		x := l.ext(r)
-		rec, a := compileRule(f, r, x)
-		if rec.sel&selAddr != 0 && c.addrs == nil {
+		rec, sel, a := compileRule(f, r, x)
+		if sel&selAddr != 0 && c.addrs == nil {
 			c.addrs = make([]maddr, l.n)
 		}
 		if c.addrs != nil {
 			c.addrs[i] = a
 		}
 		c.recs = append(c.recs, rec)
+		c.sel = append(c.sel, sel)
 		h := Hit{Pos: Pos{0, int32(i)}, Pref: r.Pref, Table: r.Table, Action: r.Action,
 			SuppressPrefixlen: x.SuppressPrefixlen, SuppressIfgroup: x.SuppressIfgroup}
 		c.hits = append(c.hits, chit{hit: h, r: r, x: x})
@@ -147,68 +149,72 @@ func words(f *family, a *[16]byte) (hi, lo uint64) {
 // test it cannot encode sets selSlow, and an inverted rule encodes nothing
 // (its negation is over the whole match, so only the general path can
 // evaluate it).
-func compileRule(f *family, r *Rule, x *Extra) (mrec, maddr) {
-	var rec mrec
-	var a maddr
+func compileRule(f *family, r *Rule, x *Extra) (rec mrec, sel uint8, a maddr) {
 	if r.Flags&rtnl.FIB_RULE_INVERT != 0 {
-		rec.sel = selSlow
-		return rec, a
+		return rec, selSlow, a
 	}
+	var mark, markMask uint32
+	var tos, tosMask uint8
 	v6 := f.id == rtnl.AF_INET6
 	if r.xi != 0 {
-		rec.mark, rec.markMask = x.Mark&x.MarkMask, x.MarkMask
+		mark, markMask = x.Mark&x.MarkMask, x.MarkMask
 		if x.iifIndex != 0 || x.oifIndex != 0 || x.IIFName[0] != 0 || x.OIFName[0] != 0 ||
 			x.TunID != 0 || x.L3MDev != 0 || x.UIDStart != 0 || x.UIDEnd != uidInvalid ||
 			x.DSCPFull || x.IPProto != 0 ||
 			x.Sport != [2]uint16{} || x.Dport != [2]uint16{} || x.SportMask != 0 || x.DportMask != 0 ||
 			(v6 && x.FlowLabelMask != 0) {
-			rec.sel |= selSlow
+			sel |= selSlow
 		}
 	}
 	if r.Tos != 0 {
-		rec.tos, rec.tosMask = r.Tos, 0xFF
+		tos, tosMask = r.Tos, 0xFF
 		if v6 {
-			rec.tos = r.Tos >> 2
+			tos = r.Tos >> 2
 		}
 	}
 	if r.DstLen != 0 {
 		mh, ml := mask64(r.DstLen)
 		vh, vl := words(f, &x.Dst)
 		a.v[0], a.v[1], a.m[0], a.m[1] = vh&mh, vl&ml, mh, ml
-		rec.sel |= selAddr
+		sel |= selAddr
 	}
 	if r.SrcLen != 0 {
 		if v6 && r.Flags&rtnl.FIB_RULE_FIND_SADDR != 0 {
 			// A flow without a source matches with a deferred
 			// source check (Hit.FindSaddr): the general path.
-			rec.sel |= selSlow
+			sel |= selSlow
 		} else {
 			mh, ml := mask64(r.SrcLen)
 			vh, vl := words(f, &x.Src)
 			a.v[2], a.v[3], a.m[2], a.m[3] = vh&mh, vl&ml, mh, ml
-			rec.sel |= selAddr
+			sel |= selAddr
 			if v6 {
-				rec.sel |= selNeedSrc
+				sel |= selNeedSrc
 			}
 		}
 	}
-	return rec, a
+	rec.val, rec.mask = kvOf(mark, tos), kvOf(markMask, tosMask)
+	return rec, sel, a
 }
 
 // stepCompiled is Matcher.Step over the list's match program: Pos.o is the
 // rule's index in the list (Pos.c is 0).
 func (m *Matcher) stepCompiled(c *compiled, p Pos) *Hit {
-	recs := c.recs
-	mark, tos := m.u.mark, m.u.tos
-	for i := int(p.o); i < len(recs); i++ {
-		r := &recs[i]
-		if (mark^r.mark)&r.markMask|uint32((tos^r.tos)&r.tosMask) != 0 {
+	start := int(p.o)
+	if start >= len(c.recs) {
+		return nil
+	}
+	kv := m.kv
+	for j, r := range c.recs[start:] {
+		if (kv^r.val)&r.mask != 0 {
 			continue
 		}
-		if r.sel == 0 {
+		i := start + j
+		sel := c.sel[i]
+		if sel == 0 {
 			return &c.hits[i].hit
 		}
-		ok, findSaddr := m.selCheck(c, i, r.sel)
+		ok, findSaddr := m.selCheck(c, i, sel)
 		if !ok {
 			continue
 		}
@@ -225,7 +231,7 @@ func (m *Matcher) stepCompiled(c *compiled, p Pos) *Hit {
 
 // selCheck is the part of record i beyond fwmark and TOS.
 func (m *Matcher) selCheck(c *compiled, i int, sel uint8) (ok, findSaddr bool) {
-	u := &m.u
+	u := m.addrs()
 	if sel&selAddr != 0 {
 		a := &c.addrs[i]
 		if (u.w[0]^a.v[0])&a.m[0]|(u.w[1]^a.v[1])&a.m[1]|(u.w[2]^a.v[2])&a.m[2]|(u.w[3]^a.v[3])&a.m[3] != 0 {
@@ -237,7 +243,7 @@ func (m *Matcher) selCheck(c *compiled, i int, sel uint8) (ok, findSaddr bool) {
 	}
 	if sel&selSlow != 0 {
 		h := &c.hits[i]
-		return m.s.match(h.r, h.x, u)
+		return m.s.match(h.r, h.x, m.k, u)
 	}
 	return true, false
 }

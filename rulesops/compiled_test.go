@@ -361,44 +361,56 @@ func TestCompiledRecordSelectors(t *testing.T) {
 		name string
 		o    *Ops
 		body []byte
-		want mrec
+		want testRec
 	}{
 		{"fwmark", o4, rt.Body(rt.V4(0), rt.Pref(10), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 7)),
-			mrec{mark: 7, markMask: 0xFFFFFFFF}},
+			testRec{mark: 7, markMask: 0xFFFFFFFF}},
 		{"fwmark/mask", o4, rt.Body(rt.V4(0), rt.Pref(11), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 0x17), rt.U32(rtnl.FRA_FWMASK, 0xf0)),
-			mrec{mark: 0x10, markMask: 0xf0}},
+			testRec{mark: 0x10, markMask: 0xf0}},
 		{"from v4", o4, rt.Body(hs, rt.Pref(12), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "192.168.1.0")),
-			mrec{sel: selAddr}},
-		{"tos v4", o4, rt.Body(htos, rt.Pref(13), rt.Table(10)), mrec{tos: 0x10, tosMask: 0xFF}},
-		{"uid", o4, rt.Body(rt.V4(0), rt.Pref(14), rt.Table(10), rt.UIDRange(1, 2)), mrec{sel: selSlow}},
-		{"iif", o4, rt.Body(rt.V4(0), rt.Pref(15), rt.Table(10), rt.Str(rtnl.FRA_IIFNAME, "lo")), mrec{sel: selSlow}},
-		{"not fwmark", o4, rt.Body(hinv, rt.Pref(16), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 7)), mrec{sel: selSlow}},
-		{"suppress only", o4, rt.Body(rt.V4(0), rt.Pref(17), rt.Table(10), rt.U32(rtnl.FRA_SUPPRESS_PREFIXLEN, 0)), mrec{}},
+			testRec{sel: selAddr}},
+		{"tos v4", o4, rt.Body(htos, rt.Pref(13), rt.Table(10)), testRec{tos: 0x10, tosMask: 0xFF}},
+		{"uid", o4, rt.Body(rt.V4(0), rt.Pref(14), rt.Table(10), rt.UIDRange(1, 2)), testRec{sel: selSlow}},
+		{"iif", o4, rt.Body(rt.V4(0), rt.Pref(15), rt.Table(10), rt.Str(rtnl.FRA_IIFNAME, "lo")), testRec{sel: selSlow}},
+		{"not fwmark", o4, rt.Body(hinv, rt.Pref(16), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, 7)), testRec{sel: selSlow}},
+		{"suppress only", o4, rt.Body(rt.V4(0), rt.Pref(17), rt.Table(10), rt.U32(rtnl.FRA_SUPPRESS_PREFIXLEN, 0)), testRec{}},
 		{"from v6", o6, rt.Body(h6s, rt.Pref(10), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "2001:db8:1::")),
-			mrec{sel: selAddr | selNeedSrc}},
+			testRec{sel: selAddr | selNeedSrc}},
 		{"from v6 find_saddr", o6, rt.Body(h6fs, rt.Pref(11), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "2001:db8:1::")),
-			mrec{sel: selSlow}},
-		{"tos v6 is the dscp", o6, rt.Body(h6tos, rt.Pref(12), rt.Table(10)), mrec{tos: 0xb8 >> 2, tosMask: 0xFF}},
+			testRec{sel: selSlow}},
+		{"tos v6 is the dscp", o6, rt.Body(h6tos, rt.Pref(12), rt.Table(10)), testRec{tos: 0xb8 >> 2, tosMask: 0xFF}},
 		{"flowlabel", o6, rt.Body(rt.V6(0), rt.Pref(13), rt.Table(10), rt.BE32(rtnl.FRA_FLOWLABEL, 1), rt.BE32(rtnl.FRA_FLOWLABEL_MASK, 1)),
-			mrec{sel: selSlow}},
+			testRec{sel: selSlow}},
 	} {
 		addRule(t, tc.o, tc.body)
 		s := tc.o.Snapshot()
-		var got mrec
+		var got testRec
 		found := false
 		for i := 0; i < s.Len(); i++ {
 			r, _ := s.Rule(i)
 			if r.Pref == pref(tc.body) {
-				got, found = s.l.comp.recs[i], true
+				c := s.l.comp
+				v, m := c.recs[i].val, c.recs[i].mask
+				got = testRec{mark: uint32(v), markMask: uint32(m), tos: uint8(v >> 32), tosMask: uint8(m >> 32), sel: c.sel[i]}
+				got.hi = v>>40 | m>>40
+				found = true
 			}
 		}
 		if !found {
 			t.Fatalf("%s: rule not found", tc.name)
 		}
-		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(mrec{})); diff != "" {
+		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(testRec{})); diff != "" {
 			t.Errorf("%s: record (-want +got):\n%s", tc.name, diff)
 		}
 	}
+}
+
+// testRec is a compiled record unpacked; hi is the record's bits above
+// the TOS, which must be 0.
+type testRec struct {
+	mark, markMask    uint32
+	tos, tosMask, sel uint8
+	hi                uint64
 }
 
 // pref returns the FRA_PRIORITY of a rule body built by rtnltest.

@@ -43,21 +43,21 @@ func (h *Hit) Next() Pos { return Pos{h.Pos.c, h.Pos.o + 1} }
 // Family returns the snapshot's family (AF_INET, AF_INET6, ...).
 func (s Snapshot) Family() uint8 { return s.fam.id }
 
-// key is a flow key with its addresses unpacked once per Match call, so that
-// the per-rule comparisons are integer operations.
+// key is a flow's addresses unpacked once per walk, so that the per-rule
+// address comparisons are integer operations. It holds no pointer: a
+// matcher fills it in place (set) without moving the caller's key to the
+// heap.
 type key struct {
-	k *flow.Key
 	// w is the addresses as big-endian words: dst hi, dst lo, src hi,
 	// src lo; an IPv4 address is the high half of its hi word.
 	w      [4]uint64
-	mark   uint32
-	tos    uint8 // the family's TOS value the compiled records compare with
 	hasSrc bool
 }
 
-// unpack returns k unpacked for the matcher of family fam.
-func unpack(k *flow.Key, fam uint8) key {
-	u := key{k: k, hasSrc: k.Src.IsValid() && !k.Src.IsUnspecified(), mark: k.Mark}
+// set unpacks k's addresses into u.
+func (u *key) set(k *flow.Key) {
+	u.hasSrc = k.Src.IsValid() && !k.Src.IsUnspecified()
+	u.w = [4]uint64{}
 	if k.Dst.Is4() {
 		a := k.Dst.As4()
 		u.w[0] = uint64(binary.BigEndian.Uint32(a[:])) << 32
@@ -72,15 +72,17 @@ func unpack(k *flow.Key, fam uint8) key {
 		a := k.Src.As16()
 		u.w[2], u.w[3] = binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
 	}
-	// The TOS the compiled records compare with: fib4_rule_match()'s
-	// flow TOS & 0x1C (IPTOS_RT_MASK without the ECN bit), or
-	// fib6_rule_match()'s DSCP.
+}
+
+// flowKV is the fwmark and the family's TOS value of k as the compiled
+// records compare them (kvOf): fib4_rule_match()'s flow TOS & 0x1C
+// (IPTOS_RT_MASK without the ECN bit), fib6_rule_match()'s DSCP.
+func flowKV(k *flow.Key, fam uint8) uint64 {
+	tos := k.TOS & 0x1C
 	if fam == rtnl.AF_INET6 {
-		u.tos = k.TOS >> 2
-	} else {
-		u.tos = k.TOS & 0x1C
+		tos = k.TOS >> 2
 	}
-	return u
+	return kvOf(k.Mark, tos)
 }
 
 // Match returns the first rule at or after p that matches k
@@ -112,13 +114,29 @@ func (m *Matcher) Step(p Pos) *Hit {
 // resumes the walk after each table that did not answer pays the address
 // unpacking once, not once per resumption.
 type Matcher struct {
-	s Snapshot
-	u key
-	h Hit // Step's answer when it is not a compiled record
+	s  Snapshot
+	k  *flow.Key
+	kv uint64 // flowKV
+	// u is k's addresses, unpacked on the first rule that tests one
+	// (most walks past fwmark rules never need them).
+	u        key
+	unpacked bool
+	h        Hit // Step's answer when it is not a compiled record
+}
+
+// addrs returns k's unpacked addresses.
+func (m *Matcher) addrs() *key {
+	if !m.unpacked {
+		m.u.set(m.k)
+		m.unpacked = true
+	}
+	return &m.u
 }
 
 // Matcher returns the matcher of k in s; k must outlive it.
-func (s Snapshot) Matcher(k *flow.Key) Matcher { return Matcher{s: s, u: unpack(k, s.fam.id)} }
+func (s Snapshot) Matcher(k *flow.Key) Matcher {
+	return Matcher{s: s, k: k, kv: flowKV(k, s.fam.id)}
+}
 
 // Next is Match from p. A list of the inet families up to compileMax rules
 // long walks its compiled records (compiled.go), any other the chunks with
@@ -134,6 +152,7 @@ func (m *Matcher) Next(p Pos) (Hit, bool) {
 func (m *Matcher) nextGeneral(p Pos) (Hit, bool) {
 	s := &m.s
 	l := s.l
+	u := m.addrs()
 	for c := int(p.c); c < len(l.chunks); c++ {
 		rs := l.chunks[c].rules
 		o := 0
@@ -143,7 +162,7 @@ func (m *Matcher) nextGeneral(p Pos) (Hit, bool) {
 		for ; o < len(rs); o++ {
 			r := &rs[o]
 			x := l.ext(r)
-			ok, findSaddr := s.match(r, x, &m.u)
+			ok, findSaddr := s.match(r, x, m.k, u)
 			if !ok {
 				continue
 			}
@@ -168,16 +187,15 @@ func (m *Matcher) nextGeneral(p Pos) (Hit, bool) {
 // (fib4_rule_match(), fib6_rule_match()), and FIB_RULE_INVERT over the
 // whole (so `not iif <missing device>` matches every flow, RULES-SPEC A27).
 // findSaddr reports the IPv6 deferred source check.
-func (s Snapshot) match(r *Rule, x *Extra, u *key) (ok, findSaddr bool) {
-	ok, findSaddr = s.matchPlain(r, x, u)
+func (s Snapshot) match(r *Rule, x *Extra, k *flow.Key, u *key) (ok, findSaddr bool) {
+	ok, findSaddr = s.matchPlain(r, x, k, u)
 	if r.Flags&rtnl.FIB_RULE_INVERT != 0 {
 		return !ok, false
 	}
 	return ok, findSaddr
 }
 
-func (s Snapshot) matchPlain(r *Rule, x *Extra, u *key) (bool, bool) {
-	k := u.k
+func (s Snapshot) matchPlain(r *Rule, x *Extra, k *flow.Key, u *key) (bool, bool) {
 	if r.xi != 0 {
 		// A detached rule has ifindex -1, which no flow carries. No
 		// device is an L3 master in nlemu (no VRF), so the kernel's
@@ -206,9 +224,9 @@ func (s Snapshot) matchPlain(r *Rule, x *Extra, u *key) (bool, bool) {
 	}
 	switch s.fam.id {
 	case rtnl.AF_INET:
-		return s.match4(r, x, u), false
+		return s.match4(r, x, k, u), false
 	case rtnl.AF_INET6:
-		return s.match6(r, x, u)
+		return s.match6(r, x, k, u)
 	}
 	// The mroute families' match always succeeds.
 	return true, false
@@ -222,8 +240,7 @@ func mask4(plen uint8) uint32 {
 }
 
 // match4 is fib4_rule_match().
-func (s Snapshot) match4(r *Rule, x *Extra, u *key) bool {
-	k := u.k
+func (s Snapshot) match4(r *Rule, x *Extra, k *flow.Key, u *key) bool {
 	if r.SrcLen != 0 && (uint32(u.w[2]>>32)^binary.BigEndian.Uint32(x.Src[:4]))&mask4(r.SrcLen) != 0 {
 		return false
 	}
@@ -253,8 +270,7 @@ func prefix6(hi, lo uint64, b *[16]byte, plen uint8) bool {
 }
 
 // match6 is fib6_rule_match().
-func (s Snapshot) match6(r *Rule, x *Extra, u *key) (bool, bool) {
-	k := u.k
+func (s Snapshot) match6(r *Rule, x *Extra, k *flow.Key, u *key) (bool, bool) {
 	if r.DstLen != 0 && !prefix6(u.w[0], u.w[1], &x.Dst, r.DstLen) {
 		return false, false
 	}
