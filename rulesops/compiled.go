@@ -8,11 +8,12 @@ import (
 )
 
 // compileMax is the most rules a list is compiled for. Compiling costs
-// O(n) per rule change, where the chunked list costs O(chunkMax +
-// n/chunkMax); up to one chunk's worth of rules the two are of the same
-// order, and a namespace with more rules walks them with the general
-// matcher (Matcher.Next's chunk loop), as before.
-const compileMax = chunkMax
+// O(n) per rule change (about 150 ns a rule, mostly its allocation:
+// BenchmarkCompileList, BenchmarkRuleChange), where the chunked list costs
+// O(chunkMax + n/chunkMax); up to half a chunk the program adds a few
+// microseconds to a change, and a namespace with more rules walks them
+// with the general matcher (Matcher.nextGeneral), as before.
+const compileMax = chunkMax / 2
 
 // compiled is a rule list's read-only match program, built when the list
 // is published (compileList) and published with it: one compact record per
@@ -30,9 +31,8 @@ const compileMax = chunkMax
 // iif/oif is always on the slow path, which loads the index atomically.
 type compiled struct {
 	recs  []mrec  // scanned per rule
-	sel   []uint8 // parallel to recs: sel* bits, what else to check
+	hits  []chit  // parallel to recs; read when a record passes
 	addrs []maddr // parallel to recs; nil when no rule has an address
-	hits  []chit  // parallel to recs; read once per match
 }
 
 // mrec is the part of a rule every walk reads, 16 bytes: two tests as one
@@ -68,11 +68,19 @@ type maddr struct {
 }
 
 // chit is what a match returns, resolved at build time: the Hit (goto
-// target included) and, for the slow path, the stored rule.
+// target included) and, for the slow path, where the stored rule is in the
+// list's chunks. It holds no pointer, so that building a program costs no
+// write barrier and the collector never scans one.
 type chit struct {
-	hit Hit
-	r   *Rule
-	x   *Extra
+	sel  uint8 // sel* bits: what else to check
+	c, o int32
+	hit  Hit
+}
+
+// rule returns the stored rule of ch in l and its Extra.
+func (ch *chit) rule(l *list) (*Rule, *Extra) {
+	r := &l.chunks[ch.c].rules[ch.o]
+	return r, l.ext(r)
 }
 
 // compileList sets l's match program for family f and returns l; it runs
@@ -84,25 +92,65 @@ func compileList(f *family, l *list) *list {
 	if l.n == 0 || l.n > compileMax || (f.id != rtnl.AF_INET && f.id != rtnl.AF_INET6) {
 		return l
 	}
-	c := &compiled{recs: make([]mrec, 0, l.n), sel: make([]uint8, 0, l.n), hits: make([]chit, 0, l.n)}
-	prefs := make([]uint32, 0, l.n)
-	l.from(pos{}, 0, func(i int, r *Rule) bool {
-		x := l.ext(r)
-		rec, sel, a := compileRule(f, r, x)
-		if sel&selAddr != 0 && c.addrs == nil {
-			c.addrs = make([]maddr, l.n)
+	if c := defaultProgram(f, l); c != nil {
+		l.comp = c
+		return l
+	}
+	l.comp = compile(f, l)
+	return l
+}
+
+// defaultPrograms are the programs of the families' default lists, built
+// once: every namespace starts with them, and a program depends on its
+// rules' values only, so one serves them all (a namespace's rules cost no
+// memory until it changes them).
+var defaultPrograms = map[*family]*compiled{
+	famInet:  compile(famInet, newList(famInet.defaults)),
+	famInet6: compile(famInet6, newList(famInet6.defaults)),
+}
+
+// defaultProgram returns the shared program when l holds exactly f's
+// default rules, else nil.
+func defaultProgram(f *family, l *list) *compiled {
+	if l.n != len(f.defaults) || len(l.extras) != 0 || len(l.chunks) != 1 {
+		return nil
+	}
+	for i, r := range l.chunks[0].rules {
+		if r != f.defaults[i] {
+			return nil
 		}
-		if c.addrs != nil {
-			c.addrs[i] = a
+	}
+	return defaultPrograms[f]
+}
+
+// compile builds l's program.
+func compile(f *family, l *list) *compiled {
+	c := &compiled{recs: make([]mrec, l.n), hits: make([]chit, l.n)}
+	var gotos bool
+	i := 0
+	for ci, ch := range l.chunks {
+		for o := range ch.rules {
+			r := &ch.rules[o]
+			x := l.ext(r)
+			h := &c.hits[i]
+			var a maddr
+			c.recs[i], h.sel, a = compileRule(f, r, x)
+			if h.sel&selAddr != 0 && c.addrs == nil {
+				c.addrs = make([]maddr, l.n)
+			}
+			if c.addrs != nil {
+				c.addrs[i] = a
+			}
+			h.c, h.o = int32(ci), int32(o)
+			h.hit = Hit{Pos: Pos{0, int32(i)}, Pref: r.Pref, Table: r.Table, Action: r.Action,
+				SuppressPrefixlen: x.SuppressPrefixlen, SuppressIfgroup: x.SuppressIfgroup}
+			gotos = gotos || r.Action == rtnl.FR_ACT_GOTO
+			i++
 		}
-		c.recs = append(c.recs, rec)
-		c.sel = append(c.sel, sel)
-		h := Hit{Pos: Pos{0, int32(i)}, Pref: r.Pref, Table: r.Table, Action: r.Action,
-			SuppressPrefixlen: x.SuppressPrefixlen, SuppressIfgroup: x.SuppressIfgroup}
-		c.hits = append(c.hits, chit{hit: h, r: r, x: x})
-		prefs = append(prefs, r.Pref)
-		return true
-	})
+	}
+	if !gotos {
+		return c
+	}
 	// The goto targets (rule->ctarget): the first rule of the target
 	// priority, the same one Matcher.Next's l.bound finds.
 	for i := range c.hits {
@@ -110,14 +158,14 @@ func compileList(f *family, l *list) *list {
 		if h.Action != rtnl.FR_ACT_GOTO {
 			continue
 		}
-		t := c.hits[i].r.Target
-		q := sort.Search(len(prefs), func(j int) bool { return prefs[j] >= t })
-		if q < len(prefs) && prefs[q] == t {
+		r, _ := c.hits[i].rule(l)
+		t := r.Target
+		q := sort.Search(len(c.hits), func(j int) bool { return c.hits[j].hit.Pref >= t })
+		if q < len(c.hits) && c.hits[q].hit.Pref == t {
 			h.Resolved, h.Goto = true, Pos{0, int32(q)}
 		}
 	}
-	l.comp = c
-	return l
+	return c
 }
 
 // mask64 returns the masks of the two words of a prefix of plen bits that
@@ -210,28 +258,29 @@ func (m *Matcher) stepCompiled(c *compiled, p Pos) *Hit {
 			continue
 		}
 		i := start + j
-		sel := c.sel[i]
-		if sel == 0 {
-			return &c.hits[i].hit
+		ch := &c.hits[i]
+		if ch.sel == 0 {
+			return &ch.hit
 		}
-		ok, findSaddr := m.selCheck(c, i, sel)
+		ok, findSaddr := m.selCheck(c, i, ch)
 		if !ok {
 			continue
 		}
 		if !findSaddr {
-			return &c.hits[i].hit
+			return &ch.hit
 		}
-		ch := &c.hits[i]
+		r, x := ch.rule(m.s.l)
 		m.h = ch.hit
-		m.h.FindSaddr, m.h.SrcLen, m.h.Src = true, ch.r.SrcLen, ch.x.Src
+		m.h.FindSaddr, m.h.SrcLen, m.h.Src = true, r.SrcLen, x.Src
 		return &m.h
 	}
 	return nil
 }
 
-// selCheck is the part of record i beyond fwmark and TOS.
-func (m *Matcher) selCheck(c *compiled, i int, sel uint8) (ok, findSaddr bool) {
+// selCheck is the part of record i (ch) beyond fwmark and TOS.
+func (m *Matcher) selCheck(c *compiled, i int, ch *chit) (ok, findSaddr bool) {
 	u := m.addrs()
+	sel := ch.sel
 	if sel&selAddr != 0 {
 		a := &c.addrs[i]
 		if (u.w[0]^a.v[0])&a.m[0]|(u.w[1]^a.v[1])&a.m[1]|(u.w[2]^a.v[2])&a.m[2]|(u.w[3]^a.v[3])&a.m[3] != 0 {
@@ -242,8 +291,8 @@ func (m *Matcher) selCheck(c *compiled, i int, sel uint8) (ok, findSaddr bool) {
 		return false, false
 	}
 	if sel&selSlow != 0 {
-		h := &c.hits[i]
-		return m.s.match(h.r, h.x, m.k, u)
+		r, x := ch.rule(m.s.l)
+		return m.s.match(r, x, m.k, u)
 	}
 	return true, false
 }

@@ -391,7 +391,7 @@ func TestCompiledRecordSelectors(t *testing.T) {
 			if r.Pref == pref(tc.body) {
 				c := s.l.comp
 				v, m := c.recs[i].val, c.recs[i].mask
-				got = testRec{mark: uint32(v), markMask: uint32(m), tos: uint8(v >> 32), tosMask: uint8(m >> 32), sel: c.sel[i]}
+				got = testRec{mark: uint32(v), markMask: uint32(m), tos: uint8(v >> 32), tosMask: uint8(m >> 32), sel: c.hits[i].sel}
 				got.hi = v>>40 | m>>40
 				found = true
 			}
@@ -487,3 +487,78 @@ func BenchmarkMatcher4(b *testing.B)        { benchMatcher(b, rtnl.AF_INET, true
 func BenchmarkMatcher6(b *testing.B)        { benchMatcher(b, rtnl.AF_INET6, true) }
 func BenchmarkMatcherGeneral4(b *testing.B) { benchMatcher(b, rtnl.AF_INET, false) }
 func BenchmarkMatcherGeneral6(b *testing.B) { benchMatcher(b, rtnl.AF_INET6, false) }
+
+// TestCompiledDefaultsShared: a namespace's default rules use the shared
+// program; the first change gives the list its own, and deleting the rule
+// again returns to the shared one.
+func TestCompiledDefaultsShared(t *testing.T) {
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		o := newTestOps(t, fam)
+		if c := o.Snapshot().l.comp; c == nil || c != defaultPrograms[o.fam] {
+			t.Fatalf("family %d: default list program %p, want the shared %p", fam, c, defaultPrograms[o.fam])
+		}
+		h := rt.V4(0)
+		if fam == rtnl.AF_INET6 {
+			h = rt.V6(0)
+		}
+		addRule(t, o, rt.Body(h, rt.Pref(5), rt.Table(5)))
+		if c := o.Snapshot().l.comp; c == nil || c == defaultPrograms[o.fam] {
+			t.Fatalf("family %d: changed list program %p", fam, c)
+		}
+		dm := &rtnl.RuleMsg{Family: fam, Priority: 5}
+		dm.Set(rtnl.FRA_PRIORITY)
+		if _, err := o.DelRule(dm); err != nil {
+			t.Fatal(err)
+		}
+		if c := o.Snapshot().l.comp; c != defaultPrograms[o.fam] {
+			t.Errorf("family %d: defaults again, program %p, want the shared one", fam, c)
+		}
+	}
+}
+
+// BenchmarkCompileList is what compiling adds to a rule change at the cap:
+// a list of compileMax fwmark and source rules.
+func BenchmarkCompileList(b *testing.B) {
+	o := newTestOps(b, rtnl.AF_INET)
+	hs := rt.V4(0)
+	hs.SrcLen = 24
+	for i := 0; o.Len() < compileMax; i++ {
+		body := rt.Body(rt.V4(0), rt.Pref(uint32(10+i)), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, uint32(i+1)))
+		if i%2 == 1 {
+			body = rt.Body(hs, rt.Pref(uint32(10+i)), rt.Table(10), rt.Addr(rtnl.FRA_SRC, "192.168.1.0"))
+		}
+		addRule(b, o, body)
+	}
+	l := o.Snapshot().l
+	b.ReportAllocs()
+	for b.Loop() {
+		compile(o.fam, l)
+	}
+}
+
+// BenchmarkRuleChange is one rule added and deleted on a list of n fwmark
+// rules: under the cap each change compiles the list, over it none does
+// (side by side, the cost compiling adds to a change).
+func BenchmarkRuleChange(b *testing.B) {
+	for _, n := range []int{10, compileMax - 8, compileMax + 8} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			o := newTestOps(b, rtnl.AF_INET)
+			for i := 0; o.Len() < n; i++ {
+				addRule(b, o, rt.Body(rt.V4(0), rt.Pref(uint32(10+i)), rt.Table(10), rt.U32(rtnl.FRA_FWMARK, uint32(i+1))))
+			}
+			add := &rtnl.RuleMsg{Family: rtnl.AF_INET, Action: rtnl.FR_ACT_TO_TBL, Priority: 5, Table32: 7, FwMark: 9}
+			add.Present = 1<<rtnl.FRA_PRIORITY | 1<<rtnl.FRA_TABLE | 1<<rtnl.FRA_FWMARK
+			del := &rtnl.RuleMsg{Family: rtnl.AF_INET, Priority: 5}
+			del.Set(rtnl.FRA_PRIORITY)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := o.NewRule(add, 0); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := o.DelRule(del); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
