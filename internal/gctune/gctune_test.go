@@ -3,6 +3,8 @@ package gctune
 import (
 	"runtime/debug"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // settings reads the current GOGC and memory limit without changing them
@@ -22,8 +24,8 @@ func TestApplyUnlessEnvironmentSets(t *testing.T) {
 		wantPct              int
 		wantLim              int64
 	}{
-		{"defaults", "", "", Percent, MemoryLimit},
-		{"GOGC set", "50", "", -1, MemoryLimit},
+		{"defaults", "", "", Percent, MemoryLimit()},
+		{"GOGC set", "50", "", -1, MemoryLimit()},
 		{"GOMEMLIMIT set", "", "1GiB", Percent, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,5 +48,18 @@ func TestApplyUnlessEnvironmentSets(t *testing.T) {
 				t.Errorf("after restore: GOGC %d, limit %d; want %d, %d", pct, lim, pct0, lim0)
 			}
 		})
+	}
+}
+
+// TestMemoryLimitQuarterOfMemory: the soft limit is a quarter of the
+// machine's memory (unix.Sysinfo), never below MinMemoryLimit.
+func TestMemoryLimitQuarterOfMemory(t *testing.T) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	want := max(int64(si.Totalram)*int64(si.Unit)/4, MinMemoryLimit)
+	if got := MemoryLimit(); got != want || got < MinMemoryLimit {
+		t.Errorf("MemoryLimit() = %d, want %d (memory %d)", got, want, int64(si.Totalram)*int64(si.Unit))
 	}
 }
