@@ -37,8 +37,8 @@ func vmHWM(t *testing.T) uint64 {
 // memory figure at all. STATS must carry the server process's peak RSS
 // (VmHWM): `nlemu stats --json` has peak_rss_bytes, and the text output a
 // "peak RSS" line. The server runs in this process here, so the figure is
-// bounded by this process's VmHWM read before and after (VmHWM never
-// decreases).
+// bounded by this process's VmHWM read before and after (up to the per-CPU
+// counters' slack).
 func TestStatsReportsServerRSS(t *testing.T) {
 	srv := server.New(server.Config{})
 	defer srv.Close()
@@ -61,8 +61,13 @@ func TestStatsReportsServerRSS(t *testing.T) {
 	if !ok {
 		t.Fatalf("nlemu stats --json has no numeric peak_rss_bytes: %s", stdout)
 	}
-	if got := uint64(v); got < lo || got > hi {
-		t.Errorf("peak_rss_bytes %d, want the server's VmHWM, between %d and %d", got, lo, hi)
+	// VmHWM is max(hiwater_rss, the current RSS) (task_mem()), and the
+	// current RSS is read from per-CPU counters (percpu_counter_read_positive()
+	// of mm->rss_stat), which lag by up to a batch of pages per CPU: three
+	// readings can go down by that much (seen: 100 KiB). Allow it.
+	const slack = 4 << 20
+	if got := uint64(v); got+slack < lo || got > hi+slack {
+		t.Errorf("peak_rss_bytes %d, want the server's VmHWM, between %d and %d (± %d)", got, lo, hi, slack)
 	}
 
 	stdout, stderr = capture(t, func() { code = runStats([]string{"--socket", sock}) })
