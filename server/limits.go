@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -47,6 +48,11 @@ type Limits struct {
 	// the flag (what fork() says past RLIMIT_NPROC: retry later), which
 	// the shim returns from socket(2). In-process sockets are not counted.
 	MaxConns, MaxConnsPerUID int
+	// uidDefault: MaxConnsPerUID was left to its default, which binds
+	// unprivileged peers only (uid 0 and the server's own uid may change
+	// everything anyway, and the seed's 4,096 parallel `ip -batch` run as
+	// one of them: TestDefaultPerUIDLimitSparesPrivilegedPeers).
+	uidDefault bool
 }
 
 // The defaults: far above the seed's load (4,096 namespaces of 1,024
@@ -91,6 +97,7 @@ func (l Limits) Resolved() Limits {
 	def(&l.RmemMax, rmemMax)
 	def(&l.MaxConns, DefaultMaxConns())
 	if l.MaxConnsPerUID == 0 {
+		l.uidDefault = true
 		l.MaxConnsPerUID = max(l.MaxConns/2, 1)
 		if l.MaxConns < 0 {
 			l.MaxConnsPerUID = -1
@@ -180,7 +187,7 @@ func (s *Server) refuseConn(uc *net.UnixConn) bool {
 	switch {
 	case ls.l.MaxConns > 0 && ls.conns >= ls.l.MaxConns:
 		msg = fmt.Sprintf("nlemu: too many connections (limit %d, --max-conns)", ls.l.MaxConns)
-	case ls.l.MaxConnsPerUID > 0 && ls.perUID[uid] >= ls.l.MaxConnsPerUID:
+	case ls.l.MaxConnsPerUID > 0 && ls.perUID[uid] >= ls.l.MaxConnsPerUID && !(ls.l.uidDefault && privilegedUID(uid)):
 		msg = fmt.Sprintf("nlemu: too many connections of uid %d (limit %d, --max-conns-per-uid)", uid, ls.l.MaxConnsPerUID)
 	default:
 		ls.conns++
@@ -236,4 +243,10 @@ func (s *Server) connSlots() int {
 	s.lim.mu.Lock()
 	defer s.lim.mu.Unlock()
 	return s.lim.conns
+}
+
+// privilegedUID reports whether a peer of uid may change state without
+// --allow-group: uid 0 or the server's own uid (privileges.go).
+func privilegedUID(uid uint32) bool {
+	return uid == 0 || uid == uint32(os.Getuid())
 }

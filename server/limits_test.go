@@ -529,3 +529,50 @@ func countDump(t *testing.T, c *Client, dump []byte) int {
 		}
 	}
 }
+
+// TestDefaultPerUIDLimitSparesPrivilegedPeers: the default
+// --max-conns-per-uid (half of --max-conns) binds unprivileged peers only:
+// the seed's load runs thousands of parallel `ip -batch` as root (or as the
+// server's uid), and hack/loadtest.sh 4096 failed at HELLO with EAGAIN past
+// 3,333 connections. A limit given explicitly binds every uid.
+func TestDefaultPerUIDLimitSparesPrivilegedPeers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lim  Limits
+		want error // of the third connection
+	}{
+		{"default", Limits{MaxConns: 10}, nil},
+		{"explicit", Limits{MaxConns: 10, MaxConnsPerUID: 2}, syscall.EAGAIN},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := tc.lim.Resolved(); r.MaxConnsPerUID != 5 && tc.name == "default" {
+				t.Fatalf("default per-uid limit %d, want half of 10", r.MaxConnsPerUID)
+			}
+			s := New(Config{Limits: tc.lim})
+			defer s.Close()
+			l, err := s.ListenUnix(filepath.Join(t.TempDir(), "s.sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			n := 6 // past the default's 5
+			if tc.want != nil {
+				n = 2
+			}
+			for i := 0; i < n; i++ {
+				c, err := DialUnix(l.Path(), Options{})
+				if err != nil {
+					t.Fatalf("connection %d of uid %d: %v", i, syscall.Getuid(), err)
+				}
+				defer c.Close()
+			}
+			c, err := DialUnix(l.Path(), Options{})
+			if c != nil {
+				defer c.Close()
+			}
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("connection %d of privileged uid %d: %v, want %v", n, syscall.Getuid(), err, tc.want)
+			}
+		})
+	}
+}

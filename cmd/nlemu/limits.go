@@ -21,7 +21,7 @@ func limitFlags(fs *flag.FlagSet) func() (server.Limits, error) {
 	fs.IntVar(&l.RmemDefault, "rmem-default", 0, "a socket's receive buffer in bytes (0: net.core.rmem_default)")
 	fs.IntVar(&l.RmemMax, "rmem-max", 0, "most SO_RCVBUF may ask for, before doubling (0: net.core.rmem_max)")
 	fs.IntVar(&l.MaxConns, "max-conns", 0, "most Unix connections at once (0: a third of RLIMIT_NOFILE; past it: EAGAIN); -1 for none")
-	fs.IntVar(&l.MaxConnsPerUID, "max-conns-per-uid", 0, "most Unix connections of one peer uid (0: half of --max-conns; EAGAIN); -1 for none")
+	fs.IntVar(&l.MaxConnsPerUID, "max-conns-per-uid", 0, "most Unix connections of one peer uid (0: half of --max-conns, for peers other than uid 0 and the server's; EAGAIN); -1 for none")
 	return func() (server.Limits, error) {
 		for _, f := range []struct {
 			name string
