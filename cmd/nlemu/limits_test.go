@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/nlemu/nlemu/server"
 )
@@ -30,7 +31,7 @@ func TestServeLimitFlags(t *testing.T) {
 	}
 	want := server.Limits{MaxNetns: server.DefaultMaxNetns, MaxRules: server.DefaultMaxRules, MaxRoutes: server.DefaultMaxRoutes,
 		MaxLinks: server.DefaultMaxLinks, MaxMsg: server.DefaultMaxMsg}
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(server.Limits{})); d != "" {
 		t.Errorf("defaults (-want +got):\n%s", d)
 	}
 	got, err = parse("--max-netns", "10", "--max-rules", "-1", "--max-routes", "7", "--max-links", "3", "--max-msg", "4096",
@@ -39,7 +40,7 @@ func TestServeLimitFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = server.Limits{MaxNetns: 10, MaxRules: -1, MaxRoutes: 7, MaxLinks: 3, MaxMsg: 4096, RmemDefault: 8192, RmemMax: 16384, MaxConns: 5, MaxConnsPerUID: 2}
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(server.Limits{})); d != "" {
 		t.Errorf("set (-want +got):\n%s", d)
 	}
 	for _, tc := range []struct {
