@@ -258,9 +258,12 @@ func (t *Tables) delete6(m Match) (Change, *rtnl.Error) {
 	s := t.getLeaf(m.Table, dst).slice()
 	lo, hi := group6(s, src)
 	if lo == hi {
-		if dst.Bits() == 0 && !src.IsValid() {
+		if dst.Bits() == 0 && !src.IsValid() && nullEntryMatches6(m) {
 			// The root node always exists and holds the null entry
 			// when there is no default route: fib6_del() says ENOENT.
+			// ip6_route_del() filters it like any route first
+			// (fib6_null_entry_template: dev lo, no gateway, metric
+			// ~0, proto kernel), so a filter it fails is ESRCH.
 			return Change{}, rtnl.Errno(syscall.ENOENT)
 		}
 		return Change{}, rtnl.Errno(syscall.ESRCH)
@@ -294,6 +297,14 @@ func (t *Tables) delete6(m Match) (Change, *rtnl.Error) {
 		}
 	}
 	return Change{}, rtnl.Errno(syscall.ESRCH)
+}
+
+// nullEntryMatches6 reports whether ip6_route_del()'s filters pass the
+// null entry (net->ipv6.fib6_null_entry: no nexthop object, dev lo at
+// ifindex 1, no gateway, metric 0xffffffff, RTPROT_KERNEL).
+func nullEntryMatches6(m Match) bool {
+	return m.NhID == 0 && (m.Oif == 0 || m.Oif == 1) && !m.Gateway.IsValid() &&
+		(m.Priority == 0 || m.Priority == 0xffffffff) && (m.Protocol == 0 || m.Protocol == rtnl.RTPROT_KERNEL)
 }
 
 // remove6 removes entry i of s (the leaf of dst), or only its hop k when
