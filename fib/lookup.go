@@ -102,6 +102,18 @@ func (f *FIB) group(dev int32) uint32 {
 // interface or function-value call per rule (seed 002); the stored entry
 // is copied once, into the returned Result (BenchmarkLookup*).
 func (f *FIB) Lookup(k flow.Key) (res Result, err syscall.Errno) {
+	// The custom-rules flag before the tables, as in lookup.
+	if !f.rules.HasCustomRules() {
+		var ok bool
+		if f.v6 {
+			ok = f.fast6(&k, &res)
+		} else {
+			ok = f.fast4(&k, &res)
+		}
+		if ok {
+			return res, 0
+		}
+	}
 	var h hit
 	err = f.lookup(&k, &h)
 	h.fill(&res)
