@@ -28,8 +28,8 @@ import (
 //     longest first, scanned with masked compares). IPv6 has two such
 //     16-bit levels (lengths ≤ 16, 17–32) and buckets of the prefixes
 //     longer than /32 inside a /32. A bucket of more than bucketMax
-//     prefixes only counts them and the lookup asks bart for that address
-//     (slow, never wrong).
+//     prefixes is the shared slow marker and the lookup asks bart for that
+//     address (slow, never wrong).
 //   - none (between the two, or before the first change): bart answers.
 //
 // Every part is immutable once published; a change copies the paths it
@@ -40,7 +40,6 @@ import (
 type lpmIndex struct {
 	mode uint8 // ixTiny or ixFull
 	v6   bool
-	size int // prefixes indexed
 
 	tiny []tinyEnt
 
@@ -86,8 +85,14 @@ type coverEnt struct {
 // /32 (IPv6), longest first, stored as a pointer to the first entry of an
 // immutable array whose first entry's cnt is the array's length: the slot
 // leads to the entries in one load. A slow bucket (more than bucketMax
-// prefixes: bart answers) is a single entry with cnt 0 that only counts
-// its prefixes (in net / lo).
+// prefixes: bart answers) is the shared marker slow4 / slow6 (cnt 0): it
+// holds no count, so a change inside a slow bucket changes nothing in the
+// index and copies nothing (hack/routeload.sh's 40,000 /24s fill 157 /16s
+// of 256 each, its /64s one /32: with a count in the bucket, every insert
+// copied a 1.2–2.4 KB path of the persistent arrays, a third of the
+// handler's time; BenchmarkIndexUpkeepSlowBucket). A delete inside one
+// counts what is left of the block in the store, stopping past
+// bucketMax/2, to refill it when small again.
 type ent4 struct {
 	net  uint32
 	bits uint8
@@ -100,6 +105,12 @@ type node6 struct {
 	cov *parr[coverEnt]
 	bkt *parr[ent6]
 }
+
+// slow4 and slow6 are the slow-bucket markers.
+var (
+	slow4 = &ent4{}
+	slow6 = &ent6{}
+)
 
 // ent6 is ent4 for IPv6 buckets.
 type ent6 struct {
@@ -327,7 +338,6 @@ func buildTiny(s *store, v6 bool) *lpmIndex {
 		x.tiny = append(x.tiny, tinyOf(p, l))
 	}
 	slices.SortFunc(x.tiny, func(a, b tinyEnt) int { return b.bits - a.bits })
-	x.size = len(x.tiny)
 	return x
 }
 
@@ -353,31 +363,30 @@ func buildFull(s *store, v6 bool) *lpmIndex {
 // with returns the full index with p's entries set to l (removed when l
 // is empty). s is the store after the change: it answers the cover that
 // replaces a removed short prefix and refills a bucket that is small
-// again.
+// again. A change inside a slow bucket returns x itself: nothing copied.
 func (x *lpmIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *lpmIndex {
-	n := *x
 	p = p.Masked()
-	del := l.len() == 0
-	if del && existed {
-		n.size--
-	} else if !del && !existed {
-		n.size++
-	}
 	hi, lo := addr128(p.Addr())
 	bits := p.Bits()
 	if !x.v6 {
 		v := uint32(lo >> 16)
 		if bits <= 16 {
+			n := *x
 			n.root = coverWith(x.root, v, bits, 16, 0, p, l, s)
 			return &n
 		}
 		old := x.bkt4.get(v)
 		nb := bucket4With(old, uint32(lo), uint8(bits), l, existed, p, s)
+		if nb == old {
+			return x
+		}
+		n := *x
 		n.bkt4 = x.bkt4.update(v, 1, func(*ent4) *ent4 { return nb })
 		return &n
 	}
 	v0 := uint32(hi >> 48)
 	if bits <= 16 {
+		n := *x
 		n.root = coverWith(x.root, v0, bits, 16, 0, p, l, s)
 		return &n
 	}
@@ -389,9 +398,14 @@ func (x *lpmIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *lpmInde
 	if bits <= 32 {
 		nd.cov = coverWith(nd.cov, v1, bits, 32, 17, p, l, s)
 	} else {
-		nb := bucket6With(nd.bkt.get(v1), hi, lo, uint8(bits), l, existed, p, s)
+		old := nd.bkt.get(v1)
+		nb := bucket6With(old, hi, lo, uint8(bits), l, existed, p, s)
+		if nb == old {
+			return x
+		}
 		nd.bkt = nd.bkt.update(v1, 1, func(*ent6) *ent6 { return nb })
 	}
+	n := *x
 	n.next6 = x.next6.update(v0, 1, func(*node6) *node6 { return &nd })
 	return &n
 }
@@ -428,10 +442,21 @@ func coverWith(a *parr[coverEnt], v uint32, bits, levelBits, minBits int, p neti
 }
 
 // bucket4With returns the bucket after p's change. A bucket over bucketMax
-// only counts; one that falls back to half of it is refilled from s.
+// is slow4; a slow one is refilled from s once a delete leaves at most
+// half of bucketMax in its /16, and stays b itself otherwise.
 func bucket4With(b *ent4, net uint32, bits uint8, l leaf, existed bool, p netip.Prefix, s *store) *ent4 {
-	n := count4(b)
 	del := l.len() == 0
+	if b != nil && b.cnt == 0 {
+		if !del || !existed {
+			return b // the bucket stays slow: nothing to write
+		}
+		block := netip.PrefixFrom(p.Addr(), 16).Masked()
+		if countLonger(s, block, bucketMax/2+1) > bucketMax/2 {
+			return b
+		}
+		return refill4(block, s)
+	}
+	n := count4(b)
 	switch {
 	case del && existed:
 		n--
@@ -442,13 +467,9 @@ func bucket4With(b *ent4, net uint32, bits uint8, l leaf, existed bool, p netip.
 	case n == 0:
 		return nil
 	case n > bucketMax:
-		return &ent4{net: uint32(n)}
+		return slow4
 	case b == nil:
 		return &ent4{net: net, bits: bits, cnt: 1, l: l}
-	case b.cnt == 0 && n > bucketMax/2:
-		return &ent4{net: uint32(n)}
-	case b.cnt == 0:
-		return refill4(netip.PrefixFrom(p.Addr(), 16).Masked(), s)
 	}
 	e := make([]ent4, 0, int(b.cnt)+1)
 	for _, x := range unsafe.Slice(b, b.cnt) {
@@ -462,15 +483,26 @@ func bucket4With(b *ent4, net uint32, bits uint8, l leaf, existed bool, p netip.
 	return seal4(e)
 }
 
-// count4 returns the number of prefixes in a bucket.
+// count4 returns the number of prefixes in a fast bucket (0 for none).
 func count4(b *ent4) int {
-	switch {
-	case b == nil:
+	if b == nil {
 		return 0
-	case b.cnt == 0:
-		return int(b.net)
 	}
 	return int(b.cnt)
+}
+
+// countLonger counts the prefixes of s inside block longer than it,
+// stopping at limit: whether a slow bucket is small again.
+func countLonger(s *store, block netip.Prefix, limit int) int {
+	n := 0
+	for q := range s.Subnets(block) {
+		if q.Bits() > block.Bits() {
+			if n++; n >= limit {
+				break
+			}
+		}
+	}
+	return n
 }
 
 // seal4 orders a bucket's entries longest first and marks its length.
@@ -501,8 +533,18 @@ func refill4(block netip.Prefix, s *store) *ent4 {
 
 // bucket6With is bucket4With for a /32's bucket.
 func bucket6With(b *ent6, hi, lo uint64, bits uint8, l leaf, existed bool, p netip.Prefix, s *store) *ent6 {
-	n := count6(b)
 	del := l.len() == 0
+	if b != nil && b.cnt == 0 {
+		if !del || !existed {
+			return b
+		}
+		block := netip.PrefixFrom(p.Addr(), 32).Masked()
+		if countLonger(s, block, bucketMax/2+1) > bucketMax/2 {
+			return b
+		}
+		return refill6(block, s)
+	}
+	n := count6(b)
 	switch {
 	case del && existed:
 		n--
@@ -513,13 +555,9 @@ func bucket6With(b *ent6, hi, lo uint64, bits uint8, l leaf, existed bool, p net
 	case n == 0:
 		return nil
 	case n > bucketMax:
-		return &ent6{lo: uint64(n)}
+		return slow6
 	case b == nil:
 		return &ent6{hi: hi, lo: lo, bits: bits, cnt: 1, l: l}
-	case b.cnt == 0 && n > bucketMax/2:
-		return &ent6{lo: uint64(n)}
-	case b.cnt == 0:
-		return refill6(netip.PrefixFrom(p.Addr(), 32).Masked(), s)
 	}
 	e := make([]ent6, 0, int(b.cnt)+1)
 	for _, x := range unsafe.Slice(b, b.cnt) {
@@ -534,11 +572,8 @@ func bucket6With(b *ent6, hi, lo uint64, bits uint8, l leaf, existed bool, p net
 }
 
 func count6(b *ent6) int {
-	switch {
-	case b == nil:
+	if b == nil {
 		return 0
-	case b.cnt == 0:
-		return int(b.lo)
 	}
 	return int(b.cnt)
 }

@@ -3,38 +3,42 @@ package fib
 import (
 	"iter"
 	"net/netip"
+	"slices"
 
 	"github.com/gaissmai/bart"
 )
 
 // store is one routing table's immutable storage: a large bart table and,
-// while there are changes not folded into it yet, a small one.
+// while there are changes not folded into it yet, a short list of them.
 //
-// Both are updated persistently: third_party/bart's InsertPersist and
-// DeletePersist copy only the nodes on the path to the prefix (ClonePath
-// shares every other child with the previous version, path-compressed
-// leaves included; upstream copied each of those, up to 256 allocations
-// per node, and BenchmarkInsert was 172 allocations per insert+delete).
-// What is left is the copy of each node on the path: a node holding 256
-// children is a 4 KB array, and at 40,000 /24s the path to one has two of
-// them. So every change goes to the small table, whose nodes are small: a
-// new prefix, a new entry list for a prefix of the large table (an
-// override), or the removal of one (a tombstone: an empty leaf). Every
-// smallMax changes they are folded into the large table with one
-// BatchPersist, which copies each large node the batch touches once
-// (BenchmarkFoldCadence, BenchmarkRouteAdd40k). In the small table a
-// prefix's value wins over the large table's. Readers consult the small
-// table only while it exists (nil after each fold, and for tables built at
-// once); while it holds no tombstone an LPM is one match per table.
+// The large table is updated persistently: third_party/bart's
+// BatchPersist copies only the nodes on the paths to the prefixes it
+// changes, each once per batch (ClonePath shares every other child with
+// the previous version; upstream copied each of those, up to 256
+// allocations per node). A node holding 256 children is a 4 KB array, and
+// at 40,000 /24s the path to one has two of them, so a change does not go
+// to the large table at once: it is one node of an immutable list, newest
+// first (pend), holding the prefix and its new entries (a new prefix, a
+// new entry list for a prefix of the large table, or an empty one, a
+// tombstone, for a removal). Every smallMax changes the list is folded
+// into the large table with one BatchPersist (BenchmarkFoldCadence,
+// BenchmarkRouteLoad). A change costs one list node, where the small bart
+// table this list replaces copied the nodes of a path per insert (15 for
+// an IPv6 /64: 2.0 KB and 17 allocations of hack/routeload.sh's 3.3 KB and
+// 28 per route). In the list the newest node of a prefix wins over older
+// ones and over the large table. Readers walk the list (at most smallMax
+// nodes) only while it exists; the read index (ix) covers the large table
+// and the list both.
 type store struct {
 	big *bart.Table[leaf]
-	// small holds at most smallMax changes; nil when none.
-	small *bart.Table[leaf]
-	// fresh counts small's prefixes that big lacks; tombs, its tombstones
-	// (all of prefixes big has).
-	fresh, tombs int
+	// pend is the changes not folded into big, newest first; nil when
+	// none. npend counts its nodes, tombs its tombstones.
+	pend         *pnode
+	npend, tombs int
+	// size is the number of prefixes, big and pend together.
+	size int
 	// ix is the read index (index.go, h-lk): the one structure a lookup
-	// probes; nil: the lookup asks big.
+	// probes; nil: the lookup asks the store.
 	ix *lpmIndex
 	// srcRoutes counts the entries with a source prefix (IPv6 RTA_SRC,
 	// the kernel's fib6_src). LookupBatch reuses a result only while it
@@ -43,6 +47,14 @@ type store struct {
 	// (seed 003's review: hints stay valid with subtrees when no route has
 	// a source prefix).
 	srcRoutes int
+}
+
+// pnode is one change not folded yet: prefix p (masked) now holds l,
+// empty for a removal.
+type pnode struct {
+	p    netip.Prefix
+	l    leaf
+	next *pnode
 }
 
 // srcCount returns the number of l's entries with a source prefix.
@@ -56,17 +68,23 @@ func srcCount(l leaf) int {
 	return n
 }
 
-// smallMax is the number of changes the small table collects before it is
-// folded into the large one: the cadence BenchmarkFoldCadence chose (a
+// smallMax is the number of changes the list collects before it is folded
+// into the large table: the cadence BenchmarkFoldCadence chose (a
 // variable so that tests can stress folding).
 var smallMax = 32
 
+// foldBelow: a store whose large table holds fewer prefixes folds every
+// change at once (its nodes are small, its path copies cheap), so that a
+// small table (a local table of a few addresses) never has a list to walk.
+// A variable so that the reference tests keep lists in small tables.
+var foldBelow = 256
+
 // Size returns the number of prefixes.
 func (s *store) Size() int {
-	if s == nil || s.big == nil {
+	if s == nil {
 		return 0
 	}
-	return s.big.Size() + s.fresh - s.tombs
+	return s.size
 }
 
 // Get returns the entries of exactly p.
@@ -74,12 +92,41 @@ func (s *store) Get(p netip.Prefix) (leaf, bool) {
 	if s == nil || s.big == nil {
 		return leaf{}, false
 	}
-	if s.small != nil {
-		if l, ok := s.small.Get(p); ok {
-			return l, l.head != nil
+	if s.pend != nil {
+		p = p.Masked()
+		for n := s.pend; n != nil; n = n.next {
+			if n.p == p {
+				return n.l, n.l.head != nil
+			}
 		}
 	}
 	return s.big.Get(p)
+}
+
+// bitset129 marks prefix lengths 0–128.
+type bitset129 [3]uint64
+
+func (b *bitset129) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+func (b *bitset129) set(i int)      { b[i>>6] |= 1 << (i & 63) }
+
+// pendSupernets scans the list for the prefixes containing p: of the
+// prefixes containing a given prefix there is one per length, so a length
+// names one. decided marks the lengths the list has a node for (its
+// newest decides), and best is the longest of them that is not a
+// tombstone (-1: none).
+func (s *store) pendSupernets(p netip.Prefix) (decided bitset129, best *pnode) {
+	bits := p.Bits()
+	for n := s.pend; n != nil; n = n.next {
+		b := n.p.Bits()
+		if b > bits || decided.has(b) || !n.p.Contains(p.Addr()) {
+			continue
+		}
+		decided.set(b)
+		if n.l.head != nil && (best == nil || b > best.p.Bits()) {
+			best = n
+		}
+	}
+	return decided, best
 }
 
 // LookupPrefixLPM returns the longest stored prefix containing p.
@@ -87,22 +134,35 @@ func (s *store) LookupPrefixLPM(p netip.Prefix) (netip.Prefix, leaf, bool) {
 	if s == nil || s.big == nil {
 		return netip.Prefix{}, leaf{}, false
 	}
-	if s.tombs > 0 {
-		// A tombstone hides a prefix of big that big's own match may
-		// return: the longest supernet that survives both.
-		for q, l := range s.Supernets(p) {
-			return q, l, true
-		}
-		return netip.Prefix{}, leaf{}, false
+	if s.pend == nil {
+		return s.big.LookupPrefixLPM(p)
+	}
+	p = p.Masked()
+	decided, best := s.pendSupernets(p)
+	bb := -1
+	if best != nil {
+		bb = best.p.Bits()
 	}
 	q, l, ok := s.big.LookupPrefixLPM(p)
-	if s.small != nil {
-		// Equal lengths: the same prefix, whose override in small wins.
-		if q2, l2, ok2 := s.small.LookupPrefixLPM(p); ok2 && (!ok || q2.Bits() >= q.Bits()) {
-			return q2, l2, true
+	if ok && q.Bits() > bb {
+		if !decided.has(q.Bits()) {
+			return q, l, true
+		}
+		// big's match is a tombstone (a live override would be best): the
+		// longest of big's supernets the list leaves alone.
+		for q, l := range s.big.Supernets(p) {
+			if q.Bits() <= bb {
+				break
+			}
+			if !decided.has(q.Bits()) {
+				return q, l, true
+			}
 		}
 	}
-	return q, l, ok
+	if best != nil {
+		return best.p, best.l, true
+	}
+	return netip.Prefix{}, leaf{}, false
 }
 
 // none is the empty iteration.
@@ -113,9 +173,9 @@ type pfxLeaf struct {
 	l leaf
 }
 
-// overlay merges the stream of big's prefixes with small's few, both in
+// overlay merges the stream of big's prefixes with the list's few, both in
 // the order before reports (before(a, b): a comes first; equal prefixes
-// are neither): small's value replaces big's for the same prefix, and
+// are neither): the list's value replaces big's for the same prefix, and
 // tombstones (empty leaves) hide it.
 func overlay(big iter.Seq2[netip.Prefix, leaf], few []pfxLeaf, before func(a, b netip.Prefix) bool) iter.Seq2[netip.Prefix, leaf] {
 	return func(yield func(netip.Prefix, leaf) bool) {
@@ -146,11 +206,31 @@ func overlay(big iter.Seq2[netip.Prefix, leaf], few []pfxLeaf, before func(a, b 
 	}
 }
 
-func collect(it iter.Seq2[netip.Prefix, leaf]) []pfxLeaf {
+// pendWhere returns the list's newest node of each prefix keep accepts,
+// tombstones included, ordered by cmp.
+func (s *store) pendWhere(keep func(netip.Prefix) bool, cmp func(a, b netip.Prefix) bool) []pfxLeaf {
 	var few []pfxLeaf
-	for q, l := range it {
-		few = append(few, pfxLeaf{q, l})
+next:
+	for n := s.pend; n != nil; n = n.next {
+		if !keep(n.p) {
+			continue
+		}
+		for _, x := range few {
+			if x.p == n.p {
+				continue next // an older change of a prefix already seen
+			}
+		}
+		few = append(few, pfxLeaf{n.p, n.l})
 	}
+	slices.SortFunc(few, func(a, b pfxLeaf) int {
+		switch {
+		case cmp(a.p, b.p):
+			return -1
+		case cmp(b.p, a.p):
+			return 1
+		}
+		return 0
+	})
 	return few
 }
 
@@ -162,11 +242,13 @@ func (s *store) Supernets(p netip.Prefix) iter.Seq2[netip.Prefix, leaf] {
 	if s == nil || s.big == nil {
 		return none
 	}
-	if s.small == nil {
+	if s.pend == nil {
 		return s.big.Supernets(p)
 	}
+	p = p.Masked()
 	return func(yield func(netip.Prefix, leaf) bool) {
-		for q, l := range overlay(s.big.Supernets(p), collect(s.small.Supernets(p)), longer) {
+		few := s.pendWhere(func(q netip.Prefix) bool { return q.Bits() <= p.Bits() && q.Contains(p.Addr()) }, longer)
+		for q, l := range overlay(s.big.Supernets(p), few, longer) {
 			if !yield(q, l) {
 				return
 			}
@@ -182,16 +264,17 @@ func cidrLess(a, b netip.Prefix) bool {
 	return a.Bits() < b.Bits()
 }
 
-// sorted applies the CIDR-ordered iteration f to both tables, overlaid.
-func (s *store) sorted(f func(*bart.Table[leaf]) iter.Seq2[netip.Prefix, leaf]) iter.Seq2[netip.Prefix, leaf] {
+// sorted applies the CIDR-ordered iteration f to big, with the list's
+// prefixes keep accepts overlaid.
+func (s *store) sorted(f func(*bart.Table[leaf]) iter.Seq2[netip.Prefix, leaf], keep func(netip.Prefix) bool) iter.Seq2[netip.Prefix, leaf] {
 	if s == nil || s.big == nil {
 		return none
 	}
-	if s.small == nil {
+	if s.pend == nil {
 		return f(s.big)
 	}
 	return func(yield func(netip.Prefix, leaf) bool) {
-		for q, l := range overlay(f(s.big), collect(f(s.small)), cidrLess) {
+		for q, l := range overlay(f(s.big), s.pendWhere(keep, cidrLess), cidrLess) {
 			if !yield(q, l) {
 				return
 			}
@@ -201,17 +284,21 @@ func (s *store) sorted(f func(*bart.Table[leaf]) iter.Seq2[netip.Prefix, leaf]) 
 
 // Subnets iterates the stored prefixes inside p in CIDR order.
 func (s *store) Subnets(p netip.Prefix) iter.Seq2[netip.Prefix, leaf] {
-	return s.sorted(func(t *bart.Table[leaf]) iter.Seq2[netip.Prefix, leaf] { return t.Subnets(p) })
+	p = p.Masked()
+	return s.sorted(func(t *bart.Table[leaf]) iter.Seq2[netip.Prefix, leaf] { return t.Subnets(p) },
+		func(q netip.Prefix) bool {
+			return q.Bits() >= p.Bits() && q.Addr().Is4() == p.Addr().Is4() && p.Contains(q.Addr())
+		})
 }
 
 // AllSorted4 iterates the IPv4 prefixes in CIDR order.
 func (s *store) AllSorted4() iter.Seq2[netip.Prefix, leaf] {
-	return s.sorted((*bart.Table[leaf]).AllSorted4)
+	return s.sorted((*bart.Table[leaf]).AllSorted4, func(q netip.Prefix) bool { return q.Addr().Is4() })
 }
 
 // AllSorted6 iterates the IPv6 prefixes in CIDR order.
 func (s *store) AllSorted6() iter.Seq2[netip.Prefix, leaf] {
-	return s.sorted((*bart.Table[leaf]).AllSorted6)
+	return s.sorted((*bart.Table[leaf]).AllSorted6, func(q netip.Prefix) bool { return q.Addr().Is6() })
 }
 
 // All iterates every prefix in no particular order.
@@ -219,29 +306,40 @@ func (s *store) All() iter.Seq2[netip.Prefix, leaf] {
 	if s == nil || s.big == nil {
 		return none
 	}
-	if s.small == nil {
+	if s.pend == nil {
 		return s.big.All()
 	}
 	return func(yield func(netip.Prefix, leaf) bool) {
+		few := s.pendWhere(func(netip.Prefix) bool { return true }, cidrLess)
 		for p, l := range s.big.All() {
-			if _, over := s.small.Get(p); over {
-				continue // small's value or tombstone decides
+			if _, over := slices.BinarySearchFunc(few, p, func(x pfxLeaf, p netip.Prefix) int { return cmpCIDR(x.p, p) }); over {
+				continue // the list's value or tombstone decides
 			}
 			if !yield(p, l) {
 				return
 			}
 		}
-		for p, l := range s.small.All() {
-			if l.head != nil && !yield(p, l) {
+		for _, x := range few {
+			if x.l.head != nil && !yield(x.p, x.l) {
 				return
 			}
 		}
 	}
 }
 
+func cmpCIDR(a, b netip.Prefix) int {
+	switch {
+	case cidrLess(a, b):
+		return -1
+	case cidrLess(b, a):
+		return 1
+	}
+	return 0
+}
+
 // with returns s with p's entries set to l (l empty: p removed); s is
 // unchanged. old is p's entries in s, which every caller has just read
-// (it keeps srcRoutes without a second walk).
+// (it keeps size and srcRoutes without a second walk).
 func (s *store) with(p netip.Prefix, old, l leaf) *store {
 	n := store{}
 	if s != nil {
@@ -253,55 +351,44 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 	if old.head == nil && l.head == nil {
 		return &n // nothing stored at p, nothing to remove
 	}
+	p = p.Masked()
 	n.srcRoutes += srcCount(l) - srcCount(old)
-	// Keep fresh and tombs: what p was in small before, what it is after.
-	_, inBig := n.big.Get(p)
-	var was leaf
-	inSmall := false
-	if n.small != nil {
-		was, inSmall = n.small.Get(p)
-	}
 	switch {
-	case !inBig && inSmall:
-		n.fresh--
-	case inBig && inSmall && was.head == nil:
-		n.tombs--
+	case old.head == nil:
+		n.size++
+	case l.head == nil:
+		n.size--
 	}
-	switch {
-	case !inBig && l.head == nil:
-		// a prefix only small had: gone from small
-		if n.small = n.small.DeletePersist(p); n.small.Size() == 0 {
-			n.small = nil
-		}
-	default:
-		if !inBig {
-			n.fresh++
-		} else if l.head == nil {
-			n.tombs++
-		}
-		if n.small == nil {
-			t := new(bart.Table[leaf]) // private until published: filled in place
-			t.Insert(p, l)
-			n.small = t
-		} else {
-			n.small = n.small.InsertPersist(p, l)
-		}
-		if n.small.Size() >= smallMax {
-			n.fold()
-		}
+	n.pend = &pnode{p: p, l: l, next: n.pend}
+	n.npend++
+	if l.head == nil {
+		n.tombs++
+	}
+	if n.npend >= smallMax || n.big.Size() < foldBelow {
+		n.fold()
 	}
 	n.ix = indexed(n.ix, p, l, old.head != nil, &n)
 	return &n
 }
 
-// fold applies the small table's changes to the large one in one batch.
+// fold applies the list's changes to the large table in one batch, the
+// newest change of each prefix (BatchPersist skips the removal of a prefix
+// big lacks: one added and removed again since the last fold).
 func (n *store) fold() {
-	ops := make([]bart.BatchOp[leaf], 0, n.small.Size())
-	for p, l := range n.small.All() {
-		ops = append(ops, bart.BatchOp[leaf]{Pfx: p, Val: l, Del: l.head == nil})
+	ops := make([]bart.BatchOp[leaf], 0, n.npend)
+next:
+	for x := n.pend; x != nil; x = x.next {
+		for i := range ops {
+			if ops[i].Pfx == x.p {
+				continue next
+			}
+		}
+		ops = append(ops, bart.BatchOp[leaf]{Pfx: x.p, Val: x.l, Del: x.l.head == nil})
 	}
+	// BatchPersist applies the ops in order and each prefix is in ops
+	// once, so the order among them does not matter.
 	n.big = n.big.BatchPersist(ops)
-	n.small, n.fresh, n.tombs = nil, 0, 0
+	n.pend, n.npend, n.tombs = nil, 0, 0
 }
 
 // storeOf returns a store holding the prefixes of bt (built privately).
@@ -310,7 +397,7 @@ func storeOf(bt *bart.Table[leaf]) *store {
 	for _, l := range bt.All() {
 		n += srcCount(l)
 	}
-	s := &store{big: bt, srcRoutes: n}
+	s := &store{big: bt, srcRoutes: n, size: bt.Size()}
 	s.ix = indexOf(s, bt.Size6() > 0)
 	return s
 }

@@ -196,18 +196,20 @@ func randAddr(rng *rand.Rand, v6 bool) netip.Addr {
 
 // TestStorageMatchesReference runs 100,000 random inserts, deletes,
 // longest-prefix lookups and resumed walks per family against refTable
-// (a linear scan): the bart storage (large and small table, folded every
-// smallMax new prefixes; persistent updates sharing every node off the
+// (a linear scan): the bart storage (large table and list of changes,
+// folded every smallMax changes; persistent updates sharing every node off the
 // path), its LPM and the dump order with key-based resume agree with the
 // obvious implementation.
 func TestStorageMatchesReference(t *testing.T) {
-	defer func(n int) { smallMax = n }(smallMax)
+	defer func(n, f int) { smallMax, foldBelow = n, f }(smallMax, foldBelow)
 	for _, c := range []struct {
-		v6    bool
-		small int
-	}{{false, smallMax}, {true, smallMax}, {false, 2}, {true, 3}} {
+		v6          bool
+		small, fold int
+	}{{false, smallMax, foldBelow}, {true, smallMax, foldBelow}, {false, smallMax, 0}, {true, smallMax, 0}, {false, 2, 0}, {true, 3, 0}} {
 		v6 := c.v6
-		smallMax = c.small // 2, 3: fold the small table into the large one all the time
+		// 2, 3: fold the list into the large table all the time; foldBelow
+		// 0: keep a list however small the table.
+		smallMax, foldBelow = c.small, c.fold
 		rng := rand.New(rand.NewSource(42))
 		tb := NewIPv4()
 		if v6 {
