@@ -103,7 +103,7 @@ func (j *Journal) writeOpen() {
 			}
 		}
 	}
-	if j.alloc-(j.used+j.reserved) < j.opt.allocChunk/2 {
+	if j.room.Load() < j.opt.allocChunk/2 {
 		select {
 		case j.kick <- struct{}{}:
 		default:
@@ -247,7 +247,7 @@ func (j *Journal) syncLocked() {
 	j.stats.Syncs++
 	if err != nil {
 		if j.failed == nil {
-			j.failed = err
+			j.setFailed(err)
 			j.opt.Logf("journal: fdatasync: %v: changes acknowledged in the last interval may not survive a crash of the machine; every later change is refused until the server restarts", err)
 		}
 		return
@@ -332,7 +332,7 @@ func (j *Journal) storeMapped(r record, n int64) (*batch, bool) {
 		// The change was applied and cannot be recorded: as after a
 		// failed write, it is not acknowledged and every later change is
 		// refused.
-		j.failed = err
+		j.setFailed(err)
 		j.opt.Logf("journal: %v: every later change is refused until the server restarts", err)
 		j.unmap()
 		b := &batch{done: make(chan struct{}), err: err}
@@ -355,7 +355,7 @@ func (j *Journal) storeMapped(r record, n int64) (*batch, bool) {
 			}
 		}
 	}
-	if j.alloc-(j.used+j.reserved) < j.opt.allocChunk/2 {
+	if j.room.Load() < j.opt.allocChunk/2 {
 		select {
 		case j.kick <- struct{}{}:
 		default:

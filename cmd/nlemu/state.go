@@ -98,6 +98,11 @@ func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
 			return err
 		}
 		if *dir == "" {
+			if os.Getenv("NLEMU_LOAD_MUTEXPROFILE") != "" && cfg.Server == "" {
+				cfg.Setup = func(s *server.Server, m rtnl.Mode) (func(), error) {
+					return loadContentionProfiles(m.String()), nil
+				}
+			}
 			return nil
 		}
 		if cfg.Server != "" {
@@ -108,11 +113,14 @@ func loadStateFlags(fs *flag.FlagSet) func(cfg *loadgen.Config) error {
 			if _, err := os.Stat(d); err == nil {
 				return nil, fmt.Errorf("%s already holds state: remove it, or choose another --state", d)
 			}
+			prof := loadContentionProfiles(m.String())
 			j, _, err := openState(s, d, p, every)
 			if err != nil {
+				prof()
 				return nil, err
 			}
 			return func() {
+				prof()
 				st := j.Stats()
 				if err := j.Close(); err != nil {
 					fmt.Fprintf(os.Stderr, "nlemu load: state %s: %v\n", d, err)
