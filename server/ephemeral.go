@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"syscall"
 
@@ -102,10 +101,10 @@ func (s *Server) Ephemeral() []string {
 }
 
 // helloCreate clears the create bits of a HELLO whose peer may not change
-// state (uid 0, the server's uid or an allowed group: mayChange), and
-// reports whether it did.
-func (s *Server) helloCreate(uc *net.UnixConn, opts uint32) (uint32, bool) {
-	if opts&(optCreate|optEphemeral) == 0 || s.mayChange(uc) {
+// state (uid 0, the server's uid or an allowed group: mayChange, given as
+// may), and reports whether it did.
+func helloCreate(may bool, opts uint32) (uint32, bool) {
+	if opts&(optCreate|optEphemeral) == 0 || may {
 		return opts, false
 	}
 	return opts &^ (optCreate | optEphemeral), true

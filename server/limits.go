@@ -175,14 +175,16 @@ func (s *Server) rmemDefault() int {
 	return s.lim.l.RmemDefault
 }
 
-// refuseConn takes a connection slot for uc, or, past MaxConns or
-// MaxConnsPerUID, answers uc's HELLO with EAGAIN on a goroutine of its own
-// and reports true (the caller then forgets uc). A slot is given back by
-// leaveConn.
-func (s *Server) refuseConn(uc *net.UnixConn) bool {
-	uid, _ := peerUID(uc)
+// admit takes a connection slot for key, a connection of a peer of uid
+// (SO_PEERCRED), and returns ""; past MaxConns or MaxConnsPerUID it
+// returns the refusal the connection's HELLO is answered with (EAGAIN),
+// and answer is false past maxRefusing refusals being answered at once:
+// the connection is then closed without one. The listener answers a
+// refusal (refused when done) and gives a slot back by leaveConn.
+func (s *Server) admit(key *net.UnixConn, uid uint32) (refusal string, answer bool) {
 	ls := &s.lim
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	var msg string
 	switch {
 	case ls.l.MaxConns > 0 && ls.conns >= ls.l.MaxConns:
@@ -192,34 +194,21 @@ func (s *Server) refuseConn(uc *net.UnixConn) bool {
 	default:
 		ls.conns++
 		ls.perUID[uid]++
-		ls.held[uc] = uid
-		ls.mu.Unlock()
-		return false
+		ls.held[key] = uid
+		return "", true
 	}
 	if ls.refusing >= maxRefusing {
-		ls.mu.Unlock()
-		uc.Close()
-		return true
+		return msg, false
 	}
 	ls.refusing++
-	ls.mu.Unlock()
-	go func() {
-		defer func() {
-			uc.Close()
-			ls.mu.Lock()
-			ls.refusing--
-			ls.mu.Unlock()
-		}()
-		// Read the HELLO first: closing a Unix socket with unread data
-		// resets the peer (unix_release_sock() sets ECONNRESET), which
-		// could hide the answer.
-		uc.SetReadDeadline(time.Now().Add(refusalWait))
-		buf := make([]byte, 4096)
-		n, _ := uc.Read(buf)
-		uc.SetWriteDeadline(time.Now().Add(refusalWait))
-		uc.Write(helloNack(buf[:n], syscall.EAGAIN, msg))
-	}()
-	return true
+	return msg, true
+}
+
+// refused ends the answering of a refusal admit counted.
+func (s *Server) refused() {
+	s.lim.mu.Lock()
+	s.lim.refusing--
+	s.lim.mu.Unlock()
 }
 
 // leaveConn gives back uc's connection slot, if it holds one.

@@ -10,7 +10,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nlemu/nlemu/internal/privdir"
+	"github.com/nlemu/nlemu/internal/sysctl"
 )
 
 // ListenUnix listens on path (mode Config.SocketMode, default 0666:
@@ -35,30 +38,59 @@ func (s *Server) ListenUnix(path string) (*Listener, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	ul, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	lfd, err := listenSeqpacket(path)
 	if err != nil {
 		return nil, err
 	}
-	ul.SetUnlinkOnClose(true)
 	mode := s.cfg.SocketMode
 	if mode == 0 {
 		mode = 0o666
 	}
 	if err := os.Chmod(path, mode); err != nil {
-		ul.Close()
+		unix.Close(lfd)
+		unix.Unlink(path)
 		return nil, err
 	}
-	l := &Listener{s: s, ul: ul, path: path, done: make(chan struct{})}
+	a, err := newAcceptor(s, lfd) // accept.go
+	if err != nil {
+		unix.Close(lfd)
+		unix.Unlink(path)
+		return nil, err
+	}
+	l := &Listener{s: s, a: a, path: path}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		ul.Close()
+		go a.run()
+		l.Close()
 		return nil, net.ErrClosed
 	}
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
-	go l.serve()
+	go a.run()
 	return l, nil
+}
+
+// listenSeqpacket makes the listening socket at path: non-blocking (the
+// acceptor's epoll set says when to accept), its backlog as large as
+// net.core.somaxconn allows (what net.Listen asks for: listen() caps it).
+// Not a net.UnixListener: its descriptor would be in the Go netpoller,
+// waking a netpoller thread at every connect besides the acceptor.
+func listenSeqpacket(path string) (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		unix.Close(fd)
+		return -1, &net.OpError{Op: "listen", Net: "unixpacket", Addr: &net.UnixAddr{Name: path, Net: "unixpacket"}, Err: os.NewSyscallError("bind", err)}
+	}
+	if err := unix.Listen(fd, sysctl.Int("/proc/sys/net/core/somaxconn", 4096)); err != nil {
+		unix.Close(fd)
+		unix.Unlink(path)
+		return -1, &net.OpError{Op: "listen", Net: "unixpacket", Addr: &net.UnixAddr{Name: path, Net: "unixpacket"}, Err: os.NewSyscallError("listen", err)}
+	}
+	return fd, nil
 }
 
 // defaultSocketDir is the per-user directory of the default socket when

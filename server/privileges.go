@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -39,27 +38,37 @@ func (l *lazyPrivileges) get() privileges {
 	return l.p
 }
 
+// peerCred is what the server reads of a connection's peer once, at
+// accept: its credentials at connect() time (SO_PEERCRED), translated into
+// the server's user namespace, so a "root" of `unshare -r` is its real uid.
+// ok is false when they could not be read (such a peer may not change
+// state and has no privileges).
+type peerCred struct {
+	unix.Ucred
+	ok bool
+}
+
+// readPeerCred reads the credentials of the peer of connection fd.
+func readPeerCred(fd int) peerCred {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil || cred == nil {
+		return peerCred{}
+	}
+	return peerCred{Ucred: *cred, ok: true}
+}
+
 // peerPrivileges are the privileges of the process at the other end of a
-// Unix connection (SO_PEERCRED), as the kernel's ns_capable() checks would
-// see them for a namespace this server owns: the peer's effective
+// Unix connection (credentials p), as the kernel's ns_capable() checks
+// would see them for a namespace this server owns: the peer's effective
 // capabilities count only if it shares the server's user namespace (a
 // "root" of `unshare -r` has them in its own user namespace only, and the
 // kernel refuses it too). Without SO_PEERCRED the socket is unprivileged.
-// The credentials are taken at once, /proc is read on first use.
-func peerPrivileges(uc *net.UnixConn) func() privileges {
-	none := func() privileges { return privileges{} }
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return none
+// The credentials are taken at accept, /proc is read on first use.
+func peerPrivileges(p peerCred) func() privileges {
+	if !p.ok || p.Pid <= 0 {
+		return func() privileges { return privileges{} }
 	}
-	var cred *unix.Ucred
-	raw.Control(func(fd uintptr) {
-		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err != nil || cred == nil || cred.Pid <= 0 {
-		return none
-	}
-	pid := strconv.Itoa(int(cred.Pid))
+	pid := strconv.Itoa(int(p.Pid))
 	return func() privileges { return procPrivileges(pid) }
 }
 
@@ -91,50 +100,26 @@ func procPrivileges(pid string) privileges {
 	return privileges{}
 }
 
-// mayChange reports whether the process at the other end of uc may change
-// state: uid 0, the server's own uid, or a member (primary or
-// supplementary group) of one of Config.AllowGroups. The credentials are
-// those of connect() time (SO_PEERCRED, SO_PEERGROUPS), translated into
-// the server's user namespace, so a "root" of `unshare -r` is its real
-// uid. A peer whose credentials cannot be read may not.
-// peerUID is the uid of uc's peer at connect time (SO_PEERCRED).
-func peerUID(uc *net.UnixConn) (uint32, bool) {
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	var cred *unix.Ucred
-	raw.Control(func(fd uintptr) {
-		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err != nil || cred == nil {
-		return 0, false
-	}
-	return cred.Uid, true
-}
-
-func (s *Server) mayChange(uc *net.UnixConn) bool {
-	raw, err := uc.SyscallConn()
-	if err != nil {
+// mayChange reports whether the process at the other end of connection fd
+// (credentials p) may change state: uid 0, the server's own uid, or a
+// member (primary or supplementary group) of one of Config.AllowGroups.
+// The credentials are those of connect() time (SO_PEERCRED,
+// SO_PEERGROUPS), translated into the server's user namespace, so a "root"
+// of `unshare -r` is its real uid. A peer whose credentials cannot be read
+// may not.
+func (s *Server) mayChange(fd int, p peerCred) bool {
+	if !p.ok {
 		return false
 	}
-	var (
-		cred   *unix.Ucred
-		groups []uint32
-	)
-	raw.Control(func(fd uintptr) {
-		if cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && len(s.cfg.AllowGroups) > 0 {
-			groups = peerGroups(int(fd))
-		}
-	})
-	if err != nil || cred == nil {
-		return false
-	}
-	if cred.Uid == 0 || cred.Uid == uint32(os.Getuid()) {
+	if privilegedUID(p.Uid) {
 		return true
 	}
+	if len(s.cfg.AllowGroups) == 0 {
+		return false
+	}
+	groups := peerGroups(fd)
 	for _, g := range s.cfg.AllowGroups {
-		if cred.Gid == g || slices.Contains(groups, g) {
+		if p.Gid == g || slices.Contains(groups, g) {
 			return true
 		}
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -22,12 +21,13 @@ import (
 // reader.
 const serverSndbuf = 64 << 10
 
-// Listener is a Unix SOCK_SEQPACKET listener serving the nlemu protocol.
+// Listener is a Unix SOCK_SEQPACKET listener serving the nlemu protocol:
+// its connections are accepted and their HELLOs answered on a thread of
+// its own (accept.go).
 type Listener struct {
 	s    *Server
-	ul   *net.UnixListener
+	a    *acceptor
 	path string
-	done chan struct{}
 }
 
 // ErrInUse is returned by ListenUnix when a live server owns the path.
@@ -36,109 +36,27 @@ var ErrInUse = errors.New("a live nlemu server already owns the socket")
 // Path returns the socket path.
 func (l *Listener) Path() string { return l.path }
 
-// Close stops accepting and removes the socket file.
+// Close stops accepting, closes the connections whose HELLO has not come
+// and removes the socket file; connections already served stay open.
 func (l *Listener) Close() error {
-	err := l.ul.Close()
-	<-l.done
+	err := l.a.stop()
+	if err == nil {
+		// As net.UnixListener's unlink on close: the name, whatever is
+		// there now.
+		unix.Unlink(l.path)
+	}
 	return err
 }
 
-func (l *Listener) serve() {
-	defer close(l.done)
-	for {
-		c, err := l.ul.AcceptUnix()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		if l.s.refuseConn(c) { // --max-conns, --max-conns-per-uid (limits.go)
-			continue
-		}
-		go l.s.serveUnix(c)
-	}
-}
-
-// serveUnix runs one client connection's HELLO handshake, then gives the
-// connection to an event loop (loop.go), which reads and answers its
-// requests in order, and starts its writer, which drains into the socket
-// what its receive queue gets without a request.
-func (s *Server) serveUnix(uc *net.UnixConn) {
-	handed := false
-	defer func() {
-		if !handed {
-			uc.Close()
-			s.leaveConn(uc) // the slot refuseConn gave (limits.go)
-		}
-	}()
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return
-	}
-	uc.SetReadDeadline(time.Now().Add(30 * time.Second))
-	hello, err := readDatagram(raw)
-	uc.SetReadDeadline(time.Time{})
-	if err != nil || hello == nil {
-		return
-	}
-	msgs := rtnl.SplitDatagram(hello)
-	if len(msgs) != 1 || uint16(msgs[0].Header.Type) != rtnl.NLEMU_HELLO || len(msgs[0].Data) < 17 {
-		uc.Write(helloNack(hello, syscall.EPROTO, "nlemu: expected a HELLO"))
-		return
-	}
-	m := &msgs[0]
-	d := m.Data
-	if v := ne.Uint32(d); v != protocolVersion {
-		uc.Write(helloNack(hello, syscall.EPROTO, fmt.Sprintf("nlemu: unsupported protocol version %d (this server speaks %d)", v, protocolVersion)))
-		return
-	}
-	pid, opts, groups := ne.Uint32(d[4:]), ne.Uint32(d[8:]), ne.Uint32(d[12:])
-	name := string(d[16:])
-	if i := indexByte(name, 0); i >= 0 {
-		name = name[:i]
-	}
-	opts, mayNotCreate := s.helloCreate(uc, opts) // ephemeral.go
-	c, err := s.open(name, pid, opts, groups)
-	if err != nil {
-		errno, msg := syscall.ESHUTDOWN, "nlemu: the server is shutting down"
-		if errors.Is(err, ErrNoNamespace) {
-			errno, msg = syscall.ENOENT, fmt.Sprintf("namespace %q does not exist", name)
-		}
-		errno, msg = helloCreateError(err, errno, msg, mayNotCreate)
-		uc.Write(helloNack(hello, errno, msg))
-		return
-	}
-	// Server.Close hangs up on the client, ending the handshake's writes.
-	c.onClose(func() { uc.Close() })
-	// What the peer may do (LISTEN_ALL_NSID, privileged groups).
-	c.priv.src = peerPrivileges(uc)
-	c.setReadOnly(!s.mayChange(uc))
-	if uid, ok := peerUID(uc); ok {
-		c.setUID(uid)
-	}
-	var p [8]byte
-	ne.PutUint32(p[0:], protocolVersion)
-	ne.PutUint32(p[4:], c.portid)
-	if _, err := uc.Write(rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p[:])); err != nil {
-		c.close()
-		return
-	}
-	// Keep the kernel's socket buffer small so that this socket's own
-	// receive queue (and its ENOBUFS) decides, not the AF_UNIX buffer.
-	uc.SetWriteBuffer(serverSndbuf)
-	// From here on the connection is a descriptor of its own, out of the
-	// netpoller (fdconn.go).
-	t, err := takeOver(uc)
-	if err != nil {
-		c.close()
-		return
-	}
+// serveConn serves connection t after its HELLO was answered: an event
+// loop (loop.go) reads and answers its requests in order, and its writer
+// drains into the socket what its receive queue gets without a request.
+// key is its identity in the limits' table (leaveConn).
+func (s *Server) serveConn(c *conn, t *fdConn, key *net.UnixConn) {
 	// Server.Close hangs up on the client, ending the connection's reads.
 	c.onClose(t.hangup)
 	w := &unixWriter{c: c, t: t}
-	lc := &loopConn{s: s, c: c, t: t, w: w, uc: uc, writerDone: make(chan struct{})}
+	lc := &loopConn{s: s, c: c, t: t, w: w, uc: key, writerDone: make(chan struct{})}
 	lc.stopWatch = w.watch()
 	go func() {
 		// Delivers what arrives without a request: notifications, and the
@@ -147,7 +65,6 @@ func (s *Server) serveUnix(uc *net.UnixConn) {
 		for c.q.wait() && w.drain() {
 		}
 	}()
-	handed = true
 	lc.resume()
 }
 
@@ -324,51 +241,3 @@ const maxDatagram = 1 << 20
 // client gets EMSGSIZE from its next receive, as netlink_sendmsg() would
 // have refused it (a Unix socket's send cannot be failed afterwards).
 var errTooBig = errors.New("nlemu: datagram larger than 1 MiB")
-
-var readBufs = sync.Pool{New: func() any { b := make([]byte, maxDatagram); return &b }}
-
-// readDatagram reads one whole datagram with a single recvfrom into a
-// pooled buffer larger than any datagram a client can send, and returns a
-// copy of exactly its bytes (the pooled buffer is held only during the
-// syscall, so idle or blocked connections hold none). It returns (nil, nil)
-// at end of stream.
-func readDatagram(raw syscall.RawConn) ([]byte, error) {
-	var (
-		out  []byte
-		rerr error
-		eof  bool
-	)
-	err := raw.Read(func(fd uintptr) bool {
-		bp := readBufs.Get().(*[]byte)
-		defer readBufs.Put(bp)
-		buf := *bp
-		n, _, e := unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
-		switch {
-		case e == unix.EAGAIN:
-			return false
-		case e != nil:
-			rerr = e
-		case n == 0:
-			// A zero-length read is end of stream on SEQPACKET (an empty
-			// datagram cannot be told apart).
-			eof = true
-		case n > len(buf):
-			// MSG_TRUNC reported the real length: the datagram did not
-			// fit and its tail is gone.
-			rerr = errTooBig
-		default:
-			out = append([]byte(nil), buf[:n]...)
-		}
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	if rerr != nil {
-		return nil, rerr
-	}
-	if eof {
-		return nil, nil
-	}
-	return out, nil
-}
