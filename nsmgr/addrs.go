@@ -586,8 +586,15 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 		ns.inetUp(l)
 		ns.v4.SyncUpDev(l.Index, rtnl.RTNH_F_DEAD)
 		ns.fibNetdevUp(l)
-		if linkReady(l) && !ns.addr.v6Off[l.Index] {
-			ns.addrconfReady(l)
+		if !ns.addr.v6Off[l.Index] {
+			// addrconf_notify(NETDEV_UP) restores the permanent
+			// addresses' prefix routes before it asks whether the
+			// device is ready: a device up without carrier has them
+			// (linkdown), and so has lo.
+			ns.addrconfPermanentAddr(l)
+			if linkReady(l) {
+				ns.addrconfReady(l)
+			}
 		}
 	case netdev.EvChange:
 		if linkReady(l) {
@@ -689,13 +696,6 @@ func (ns *Namespace) addrconfReady(l netdev.Link) {
 			ns.dadCompleted(a)
 		}
 	} else {
-		// addrconf_permanent_addr() runs first, for addresses configured
-		// while the device was down (fixup_permanent_addr()).
-		for _, a := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, l.Index) {
-			if a.Flags&netdev.IFA_F_NOPREFIXROUTE == 0 && a.Flags&netdev.IFA_F_PERMANENT != 0 {
-				ns.addrconfPrefixRoute(a, l)
-			}
-		}
 		ns.addMulticastRoute6(l)
 		if ll, ok := eui64LinkLocal(l); ok {
 			if _, exists := ns.addr.store.Find6(l.Index, ll); !exists {
@@ -714,6 +714,19 @@ func (ns *Namespace) addrconfReady(l netdev.Link) {
 	}
 	if ns.hasListeners(rtnlgrpIPv6Ifinfo, nil) {
 		ns.notify(rtnlgrpIPv6Ifinfo, rtnl.AppendInet6Link(nil, 0, 0, 0, linkMsg(l)), nil)
+	}
+}
+
+// addrconfPermanentAddr is addrconf_permanent_addr() at NETDEV_UP, ready
+// or not: fixup_permanent_addr() gives every permanent address configured
+// while the device was down its prefix route. It does not run when the
+// device becomes ready later (NETDEV_CHANGE), so a prefix route deleted
+// in between stays deleted.
+func (ns *Namespace) addrconfPermanentAddr(l netdev.Link) {
+	for _, a := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, l.Index) {
+		if a.Flags&netdev.IFA_F_NOPREFIXROUTE == 0 && a.Flags&netdev.IFA_F_PERMANENT != 0 {
+			ns.addrconfPrefixRoute(a, l)
+		}
 	}
 }
 
