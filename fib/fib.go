@@ -44,6 +44,7 @@ type Tables struct {
 	// pool interns route attributes (the kernel's fib_info_hash);
 	// guarded by mu.
 	pool map[string]*attrs
+	key  []byte // intern's key buffer; guarded by mu
 	// routes counts stored entries (a sibling set counts once).
 	routes    atomic.Int64
 	merged    atomic.Bool
@@ -261,13 +262,16 @@ func (t *Tables) setLeaf(id uint32, p netip.Prefix, s []*attrs) {
 }
 
 // intern returns the shared attrs for r (Dst ignored), taking a reference.
+// The key is built in t.key (mu held) and looked up as string(t.key),
+// which allocates nothing: only a new attrs allocates its key.
 func (t *Tables) intern(r Route) *attrs {
 	r.Dst = netip.Prefix{}
-	k := internKey(&r)
-	if a, ok := t.pool[k]; ok {
+	t.key = appendInternKey(t.key[:0], &r)
+	if a, ok := t.pool[string(t.key)]; ok {
 		a.refs++
 		return a
 	}
+	k := string(t.key)
 	if len(r.Nexthops) > 0 {
 		r.Nexthops = append([]Nexthop(nil), r.Nexthops...)
 	} else {

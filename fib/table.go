@@ -68,7 +68,12 @@ func leafOf(s []*attrs) leaf {
 // internKey encodes every field of r but Dst, so that equal routes share
 // one attrs (the kernel's fib_find_info()).
 func internKey(r *Route) string {
-	b := make([]byte, 0, 64+len(r.Nexthops)*28)
+	return string(appendInternKey(make([]byte, 0, 64+len(r.Nexthops)*28), r))
+}
+
+// appendInternKey appends internKey(r) to b: intern builds the key in a
+// reused buffer and looks it up without a string allocation.
+func appendInternKey(b []byte, r *Route) []byte {
 	b = append(b, r.Family, r.Tos, r.Type, r.Scope, r.Protocol, r.Pref)
 	b = binary.BigEndian.AppendUint32(b, r.Table)
 	b = binary.BigEndian.AppendUint32(b, r.Priority)
@@ -96,7 +101,7 @@ func internKey(r *Route) string {
 			b = append(b, k...)
 		}
 	}
-	return string(b)
+	return b
 }
 
 func appendAddr(b []byte, a netip.Addr) []byte {
