@@ -42,9 +42,10 @@ func (f *FIB) lookupBatch(flows []flow.Key, results []Result, errs []syscall.Err
 	if custom {
 		rs := f.rules.Snapshot()
 		for i := range flows {
-			var h hit
-			errs[i] = f.walk(&snap, rs, &flows[i], &h)
-			h.fill(&results[i])
+			h := &results[i]
+			*h = hit{}
+			errs[i] = f.walk(&snap, rs, &flows[i], h)
+			h.seal()
 		}
 		return
 	}
@@ -99,7 +100,8 @@ func batch4(snap *Snapshot, flows []flow.Key, results []Result, errs []syscall.E
 			err = syscall.ENETUNREACH
 		}
 		errs[i] = err
-		h.fill(&results[i])
+		h.seal()
+		results[i] = h
 	}
 }
 
@@ -130,7 +132,8 @@ func (f *FIB) batch6(snap *Snapshot, flows []flow.Key, results []Result, errs []
 			h, err = noHit, syscall.ENETUNREACH
 		}
 		errs[i] = err
-		h.fill(&results[i])
+		h.seal()
+		results[i] = h
 	}
 }
 

@@ -356,7 +356,7 @@ func (c *Config) checkGw4(env Env, nh *Nexthop) *rtnl.Error {
 	if errno != 0 {
 		return errf(errno, "Nexthop has invalid gateway")
 	}
-	if res.Route.Type != rtnl.RTN_UNICAST && res.Route.Type != rtnl.RTN_LOCAL {
+	if res.Entry.Type != rtnl.RTN_UNICAST && res.Entry.Type != rtnl.RTN_LOCAL {
 		return einval("Nexthop has invalid gateway")
 	}
 	nh.Dev = res.Nexthop().Dev
@@ -433,5 +433,5 @@ func (env Env) addrTypeTable4(a netip.Addr, tb uint32, dev int32) uint8 {
 	if errno != 0 || (dev != 0 && res.Nexthop().Dev != dev) {
 		return rtnl.RTN_UNICAST
 	}
-	return res.Route.Type
+	return res.Entry.Type
 }

@@ -187,11 +187,13 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		}
 		r.Nexthops = []Nexthop{nh}
 		r.Prefsrc = c.Prefsrc
-		if r.Expires != 0 && isRejectOrLo6(env, r.Type, c.Dst, nh.Dev) {
+		if isRejectOrLo6(env, r.Type, c.Dst, nh.Dev) {
 			// ip6_route_info_create() overwrites fib6_flags with
 			// RTF_REJECT|RTF_NONEXTHOP for these (fib6_is_reject()),
-			// dropping RTF_EXPIRES: they never expire nor report it.
+			// dropping RTF_EXPIRES and the RTF_PREF bits: they never
+			// expire nor report it, and dump pref medium.
 			r.Expires = 0
+			r.Pref = 0
 		}
 		return r, nil
 	}
@@ -301,7 +303,10 @@ func (c *Config) nhInit6(env Env, typ uint8) (Nexthop, *rtnl.Error) {
 	if !dev.Up {
 		return nh, errf(syscall.ENETDOWN, "Nexthop device is not up")
 	}
-	if typ != rtnl.RTN_LOCAL && typ != rtnl.RTN_ANYCAST && !dev.Carrier {
+	// fib6_nh_init() tests RTF_LOCAL|RTF_ANYCAST, and a request's
+	// RTN_ANYCAST sets no RTF_ANYCAST (rtm_to_fib6_config(): only
+	// addrconf's anycast routes have it), so an anycast route is linkdown.
+	if typ != rtnl.RTN_LOCAL && !dev.Carrier {
 		nh.Flags |= rtnl.RTNH_F_LINKDOWN
 	}
 	nh.Dev = dev.Index
@@ -356,7 +361,7 @@ func (c *Config) checkNh6(env Env, dev Device, haveDev bool) (Device, *rtnl.Erro
 	unreach := rtnl.Errno(syscall.EHOSTUNREACH)
 	k := flow.Key{Dst: c.Gateway, OIF: c.Oif}
 	good := func(res Result, errno syscall.Errno) bool {
-		if errno != 0 || isReject6(res.Route.Type) || res.NH < 0 {
+		if errno != 0 || isReject6(res.Entry.Type) || res.NH < 0 {
 			return false
 		}
 		nh := res.Nexthop()
@@ -372,7 +377,7 @@ func (c *Config) checkNh6(env Env, dev Device, haveDev bool) (Device, *rtnl.Erro
 	if !ok {
 		var errno syscall.Errno
 		res, errno = env.FIB.Lookup(k)
-		if errno != 0 || isReject6(res.Route.Type) || res.NH < 0 || res.Nexthop().Gateway.IsValid() {
+		if errno != 0 || isReject6(res.Entry.Type) || res.NH < 0 || res.Nexthop().Gateway.IsValid() {
 			return dev, unreach
 		}
 		res.SelectPath(&k)
@@ -398,10 +403,10 @@ func (c *Config) checkNh6(env Env, dev Device, haveDev bool) (Device, *rtnl.Erro
 // prefix has routes through several devices).
 func (c *Config) checkNhOnlink6(env Env, dev Device) *rtnl.Error {
 	res, errno := env.FIB.lookupTable(rtnl.RT_TABLE_MAIN, &flow.Key{Dst: c.Gateway})
-	if errno != 0 || isReject6(res.Route.Type) || res.Route.Dst.Bits() == 0 && res.Route.Dst.Addr().IsUnspecified() {
+	if errno != 0 || isReject6(res.Entry.Type) || res.Dst.Bits() == 0 && res.Dst.Addr().IsUnspecified() {
 		return nil
 	}
-	if res.Route.Type != rtnl.RTN_UNICAST || res.Nexthop().Dev != dev.Index {
+	if res.Entry.Type != rtnl.RTN_UNICAST || res.Nexthop().Dev != dev.Index {
 		return einval("Nexthop has invalid gateway or device mismatch")
 	}
 	return nil
@@ -409,11 +414,13 @@ func (c *Config) checkNhOnlink6(env Env, dev Device) *rtnl.Error {
 
 // isRejectOrLo6 is fib6_is_reject() on the resolved nexthop: a reject
 // type, or a route through a loopback device to a non-loopback
-// destination that is neither local nor anycast.
+// destination without RTF_LOCAL or RTF_ANYCAST (a request's RTN_ANYCAST
+// sets no RTF_ANYCAST: `ip -6 route add anycast P dev lo expires 600`
+// reports neither expiry nor pref on Linux 6.18).
 func isRejectOrLo6(env Env, typ uint8, dst netip.Prefix, dev int32) bool {
 	if isReject6(typ) {
 		return true
 	}
 	d, ok := env.Devs.Device(dev)
-	return ok && d.Loopback && !dst.Addr().IsLoopback() && typ != rtnl.RTN_LOCAL && typ != rtnl.RTN_ANYCAST
+	return ok && d.Loopback && !dst.Addr().IsLoopback() && typ != rtnl.RTN_LOCAL
 }

@@ -13,32 +13,55 @@ import (
 // Result is the answer of one lookup, by value (the kernel's struct
 // fib_result for IPv4, the fib6_result behind the rt6_info for IPv6): the
 // entry that matched, the table that produced it and the nexthop chosen so
-// far. It holds no reference and nothing a reader writes (seed 001).
+// far. It holds no reference count and nothing a reader writes (seed 001):
+// Entry points at the stored, immutable entry, as fib_result's fi points
+// at the fib_info (kept alive by the garbage collector instead of RCU), so
+// that a lookup copies 64 bytes instead of a 160-byte Route
+// (BenchmarkLookup*).
 type Result struct {
 	// Table is the id of the table whose lookup answered
 	// (res->table->tb_id): 254 for a hit on a local route while IPv4 local
 	// and main are merged, as the kernel reports it (ROUTES-SPEC §6).
 	Table uint32
-	// Route is the matched entry. Its Nexthops are shared with the stored
-	// entry: read only.
-	Route Route
-	// NH is the index in Route.Nexthops of the nexthop the lookup chose:
-	// the first usable one (fib_table_lookup()'s nh_sel), until SelectPath
-	// applies the multipath hash; -1 when the entry has no nexthop.
-	NH int
 	// Rule is the priority of the rule whose action produced the result;
 	// RuleSet is false on the no-custom-rules path, where no rule is
 	// walked.
-	Rule    uint32
+	Rule uint32
+	// NH is the index in Entry.Nexthops of the nexthop the lookup chose:
+	// the first usable one (fib_table_lookup()'s nh_sel), until SelectPath
+	// applies the multipath hash; -1 when the entry has no nexthop.
+	NH int
+	// Dst is the matched prefix (the entry's destination).
+	Dst netip.Prefix
+	// Entry is the matched entry as stored: read only, shared with the
+	// table and every other reader. Its Dst is the zero Prefix (entries
+	// are stored once per distinct attribute set; Dst above is the
+	// prefix); Route returns the whole route. Never nil in a Result the
+	// package returns: an answer without an entry (a rule's unreachable
+	// action, no route) points at a zero Route.
+	Entry   *Route
 	RuleSet bool
+}
+
+// noRoute is the Entry of a Result without an entry.
+var noRoute Route
+
+// Route returns a copy of the matched route with its destination.
+func (r *Result) Route() Route {
+	if r.Entry == nil {
+		return Route{}
+	}
+	x := *r.Entry
+	x.Dst = r.Dst
+	return x
 }
 
 // Nexthop returns the chosen nexthop, or the zero Nexthop.
 func (r *Result) Nexthop() Nexthop {
-	if r.NH < 0 || r.NH >= len(r.Route.Nexthops) {
+	if r.Entry == nil || r.NH < 0 || r.NH >= len(r.Entry.Nexthops) {
 		return Nexthop{}
 	}
-	return r.Route.Nexthops[r.NH]
+	return r.Entry.Nexthops[r.NH]
 }
 
 // FIB is one family of one namespace as a lookup sees it: the family's
@@ -99,28 +122,27 @@ func (f *FIB) group(dev int32) uint32 {
 // kernel.
 //
 // Cost: no lock, no allocation, no write to shared memory (seed 001), no
-// interface or function-value call per rule (seed 002); the stored entry
-// is copied once, into the returned Result (BenchmarkLookup*).
+// interface or function-value call per rule (seed 002); the Result points
+// at the stored entry instead of copying it (BenchmarkLookup*).
 func (f *FIB) Lookup(k flow.Key) (res Result, err syscall.Errno) {
 	// The custom-rules flag before the tables, as in lookup.
 	if !f.rules.HasCustomRules() {
 		var ok bool
 		if f.v6 {
-			ok = f.fast6(&k, &res)
+			err, ok = f.fast6(&k, &res)
 		} else {
-			ok = f.fast4(&k, &res)
+			err, ok = f.fast4(&k, &res)
 		}
 		if ok {
-			return res, 0
+			return res, err
 		}
 	}
-	var h hit
-	err = f.lookup(&k, &h)
-	h.fill(&res)
+	err = f.lookup(&k, &res)
+	res.seal()
 	return res, err
 }
 
-// lookup is Lookup into a hit.
+// lookup is Lookup into h.
 func (f *FIB) lookup(k *flow.Key, h *hit) syscall.Errno {
 	// The custom-rules flag is read before the tables: the first custom
 	// rule publishes the unmerged tables before it sets the flag.
@@ -135,39 +157,17 @@ func (f *FIB) lookup(k *flow.Key, h *hit) syscall.Errno {
 	return f.walk(&snap, f.rules.Snapshot(), k, h)
 }
 
-// hit is a lookup's answer before it becomes a Result: the stored entry by
-// pointer, so that the Route (160 bytes) is copied once, into the caller's
-// Result, instead of once per step of the lookup.
-type hit struct {
-	a       *attrs // nil: no entry
-	dst     netip.Prefix
-	table   uint32
-	nh      int
-	rule    uint32
-	ruleSet bool
-}
+// hit is a Result while the lookup runs: Entry is nil until an entry
+// answers, and seal gives it the zero Route at the end.
+type hit = Result
 
 // noHit is the answer carrying no entry.
-var noHit = hit{nh: -1}
+var noHit = hit{NH: -1}
 
-func (h *hit) result() Result {
-	r := Result{Table: h.table, NH: h.nh, Rule: h.rule, RuleSet: h.ruleSet}
-	if h.a != nil {
-		r.Route = h.a.r
-		r.Route.Dst = h.dst
-	}
-	return r
-}
-
-// fill writes the hit into *r (LookupBatch: straight into the caller's
-// slice).
-func (h *hit) fill(r *Result) {
-	r.Table, r.NH, r.Rule, r.RuleSet = h.table, h.nh, h.rule, h.ruleSet
-	if h.a != nil {
-		r.Route = h.a.r
-		r.Route.Dst = h.dst
-	} else {
-		r.Route = Route{}
+// seal makes a Result without an entry point at the zero Route.
+func (h *hit) seal() {
+	if h.Entry == nil {
+		h.Entry = &noRoute
 	}
 }
 
@@ -244,13 +244,13 @@ func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) sy
 			continue
 		case rtnl.FR_ACT_TO_TBL:
 		case rtnl.FR_ACT_UNREACHABLE:
-			*h = hit{nh: -1, rule: r.Pref, ruleSet: true}
+			*h = hit{NH: -1, Rule: r.Pref, RuleSet: true}
 			return syscall.ENETUNREACH
 		case rtnl.FR_ACT_PROHIBIT:
-			*h = hit{nh: -1, rule: r.Pref, ruleSet: true}
+			*h = hit{NH: -1, Rule: r.Pref, RuleSet: true}
 			return syscall.EACCES
 		default: // FR_ACT_BLACKHOLE and every other value
-			*h = hit{nh: -1, rule: r.Pref, ruleSet: true}
+			*h = hit{NH: -1, Rule: r.Pref, RuleSet: true}
 			return syscall.EINVAL
 		}
 		if r.FindSaddr {
@@ -272,7 +272,7 @@ func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) sy
 			continue
 		}
 		if err != syscall.EAGAIN {
-			h.rule, h.ruleSet = r.Pref, true
+			h.Rule, h.RuleSet = r.Pref, true
 			return err
 		}
 	}
@@ -291,7 +291,8 @@ func (f *FIB) lookupTable(id uint32, k *flow.Key) (Result, syscall.Errno) {
 	snap := f.tables.Snapshot()
 	h := noHit
 	err := f.lookupIn(&snap, id, k, &h)
-	return h.result(), err
+	h.seal()
+	return h, err
 }
 
 // lookupIn is LookupTable in a given snapshot, into h (which the caller
@@ -348,6 +349,20 @@ func (v *View) lpm(addr netip.Addr, e *Entries) bool {
 // backtracking in fib_table_lookup(), fib6_backtrack() for IPv6). h is
 // written only when an entry answers.
 func lookupView(v *View, k *flow.Key, v6 bool, h *hit) syscall.Errno {
+	if s := v.bt; s != nil && v.all {
+		// The common case first (lookup_fast.go).
+		var err syscall.Errno
+		var ok bool
+		if v6 {
+			oif, strict := rt6Oif(k)
+			err, ok = probe6(s, v.id, k, oif, strict, h)
+		} else {
+			err, ok = probe4(s, v.id, k, h)
+		}
+		if ok {
+			return err
+		}
+	}
 	var e Entries
 	if !v.lpm(k.Dst, &e) {
 		return syscall.EAGAIN
@@ -358,7 +373,7 @@ func lookupView(v *View, k *flow.Key, v6 bool, h *hit) syscall.Errno {
 		oif, strict = rt6Oif(k)
 	}
 	if err, ok := choose(&e, k, v6, oif, strict, h); ok {
-		h.table = v.id
+		h.Table = v.id
 		return err
 	}
 	return backtrack(v, k, v6, oif, strict, e.dst.Bits(), h)
@@ -379,7 +394,7 @@ func backtrack(v *View, k *flow.Key, v6 bool, oif int32, strict bool, first int,
 			continue
 		}
 		if e2, ok := choose(&e, &kc, v6, oif, strict, &hc); ok {
-			hc.table = id
+			hc.Table = id
 			err = e2
 			break
 		}
@@ -401,17 +416,17 @@ func choose(e *Entries, k *flow.Key, v6 bool, oif int32, strict bool, h *hit) (s
 // The device group (an interface call) is asked only for a rule with
 // suppress_ifgroup.
 func (f *FIB) suppressed(r *rulesops.Hit, h *hit) bool {
-	if int32(h.dst.Bits()) <= r.SuppressPrefixlen {
+	if int32(h.Dst.Bits()) <= r.SuppressPrefixlen {
 		return true
 	}
-	if r.SuppressIfgroup != -1 && h.a != nil && len(h.a.r.Nexthops) > 0 {
+	if r.SuppressIfgroup != -1 && h.Entry != nil && len(h.Entry.Nexthops) > 0 {
 		// fib4_rule_suppress() looks at fib_info_nhc(fi, 0); IPv6 at
 		// the rt6_info's device (the chosen sibling; the same device
 		// for the single-hop routes most tables hold).
-		hops := h.a.r.Nexthops
+		hops := h.Entry.Nexthops
 		dev := hops[0].Dev
-		if f.v6 && h.nh >= 0 {
-			dev = hops[h.nh].Dev
+		if f.v6 && h.NH >= 0 {
+			dev = hops[h.NH].Dev
 		}
 		if dev != 0 && f.group(dev) == uint32(r.SuppressIfgroup) {
 			return true
@@ -448,16 +463,16 @@ func choose4(es *Entries, k *flow.Key, h *hit) (err syscall.Errno, ok bool) {
 			continue
 		}
 		if err := TypeError(e.Type); err != 0 {
-			h.a, h.dst, h.nh = a, es.dst, -1
+			h.Entry, h.Dst, h.NH = &a.r, es.dst, -1
 			return err, true
 		}
 		if len(e.Nexthops) == 0 {
-			h.a, h.dst, h.nh = a, es.dst, -1
+			h.Entry, h.Dst, h.NH = &a.r, es.dst, -1
 			return 0, true
 		}
 		for j := range e.Nexthops {
 			if nhUsable(&e.Nexthops[j], k.OIF) {
-				h.a, h.dst, h.nh = a, es.dst, j
+				h.Entry, h.Dst, h.NH = &a.r, es.dst, j
 				return 0, true
 			}
 		}
@@ -541,7 +556,7 @@ func choose6(es *Entries, k *flow.Key, oif int32, strict bool, h *hit) (err sysc
 			}
 		}
 		if best != nil {
-			h.a, h.dst, h.nh = best, es.dst, bestNH
+			h.Entry, h.Dst, h.NH = &best.r, es.dst, bestNH
 			return TypeError(best.r.Type), true
 		}
 		g = end
@@ -571,7 +586,10 @@ func decodePref(p uint8) uint8 {
 // the kernel cannot be predicted; nlemu's hash is deterministic (the same
 // flow always takes the same hop) and weights split flows as the kernel's.
 func (r *Result) SelectPath(k *flow.Key) {
-	hops := r.Route.Nexthops
+	if r.Entry == nil {
+		return
+	}
+	hops := r.Entry.Nexthops
 	if len(hops) < 2 || k.OIF != 0 {
 		return
 	}

@@ -1,35 +1,38 @@
 package fib
 
 import (
+	"syscall"
 	"unsafe"
 
 	"github.com/nlemu/nlemu/flow"
 	"github.com/nlemu/nlemu/rtnl"
 )
 
-// The no-custom-rules lookup's common case, written out: one table's read
-// index answers with the longest prefix, and that prefix's entries answer
-// without backtracking. Everything else (a reject or throw route, no
-// answer, a slow index bucket, a local hit for IPv6, a table whose index
-// is not full) returns ok false and the caller runs the general path
-// (lookupNoRules4 / lookupNoRules6), which answers every case; what the
-// fast path answers is what the general path answers for the same
-// snapshot (TestFastPathMatchesGeneralPath, and the reference tests through
-// Lookup).
+// The lookup's common case, written out: a table's full read index
+// (index.go) answers with the longest prefix, and that prefix's entries
+// answer without backtracking. probe4 and probe6 are one table's lookup
+// (lookupView) for that case; fast4 and fast6 are the no-custom-rules
+// lookups (lookupNoRules4 / lookupNoRules6) when their tables answer that
+// way. Everything else (no full index, a slow bucket, no entry of the
+// longest prefix usable, a reject or throw route where the general path
+// goes on to another table, a local hit for IPv6) returns ok false and the
+// caller runs the general path, which answers every case; the fast path
+// answers what the general path answers for the same snapshot
+// (TestFastPathMatchesGeneralPath; the reference tests run through both).
 //
 // Why a second copy of the common case: the general path builds a Prefix,
-// an Entries and a hit per table probe and passes them through four
-// calls; the stores and reloads of those 64-byte values (the loads read
-// two 8-byte stores as one 16-byte load and wait for them) cost more than
-// the index probe itself (pprof of BenchmarkLookup4NoRules: 40 % of the
-// lookup in View.lpm's Entries copy and the probe's Prefix). This path
-// keeps the leaf and the prefix length in registers and writes the Result
-// once.
+// an Entries and a View per table probe and passes them through four
+// calls; their stores and reloads (a 16-byte load of two 8-byte stores
+// waits for both) cost more than the index probe itself (pprof of
+// BenchmarkLookup4NoRules before: 40 % of the lookup in View.lpm's Entries
+// copy and the probe's Prefix). This path keeps the leaf and the prefix
+// length in registers and writes the Result once.
 
-// fast4 is lookupNoRules4 when main's index answers: fib_lookup()'s
-// no-rules branch reads main (merged with local), and the default table
-// only when main fails, which this path never answers.
-func (f *FIB) fast4(k *flow.Key, res *Result) bool {
+// fast4 is lookupNoRules4 when main's index answers with an entry:
+// fib_lookup()'s no-rules branch reads main (merged with local), and the
+// default table only when main fails, which this path leaves to the
+// general one.
+func (f *FIB) fast4(k *flow.Key, res *Result) (syscall.Errno, bool) {
 	lm := f.tables.lm.Load()
 	s := lm.main
 	if !lm.merged {
@@ -37,17 +40,32 @@ func (f *FIB) fast4(k *flow.Key, res *Result) bool {
 		// the first rule's unmerge (Snapshot.MergedMain).
 		s = lm.premerged
 	}
-	if s == nil || s.ix == nil || s.ix.mode != ixFull || !k.Dst.Is4() {
-		return false
+	if s == nil {
+		return 0, false
 	}
+	*res = noHit
+	if err, ok := probe4(s, rtnl.RT_TABLE_MAIN, k, res); !ok || err != 0 {
+		return 0, false
+	}
+	return 0, true
+}
+
+// probe4 is lookupView for an IPv4 table view holding all of s (not a
+// merged main/local view's half) when s's full index and the longest
+// prefix's entries answer: choose4 over the prefix's entries. h is written
+// (its Table set to id) only when an entry answers.
+func probe4(s *store, id uint32, k *flow.Key, h *hit) (syscall.Errno, bool) {
 	x := s.ix
+	if x == nil || x.mode != ixFull || x.v6 || !k.Dst.Is4() {
+		return 0, false
+	}
 	_, w := addrWords(k.Dst)
 	a := uint32(w)
 	var l leaf
 	bits := -1
 	if b := x.bkt4.get(a >> 16); b != nil {
 		if b.cnt == 0 {
-			return false // a slow bucket: bart answers
+			return 0, false // a slow bucket: bart answers
 		}
 		for _, e := range unsafe.Slice(b, b.cnt) {
 			if a&(^uint32(0)<<(32-e.bits)) == e.net { // bits > 16
@@ -59,11 +77,10 @@ func (f *FIB) fast4(k *flow.Key, res *Result) bool {
 	if bits < 0 {
 		c := x.root.get(a >> 16)
 		if c == nil {
-			return false
+			return syscall.EAGAIN, true // no prefix contains it
 		}
 		l, bits = c.l, c.bits
 	}
-	// choose4 over the prefix's entries.
 	n := 1
 	if l.tail != nil {
 		n += len(*l.tail)
@@ -77,67 +94,86 @@ func (f *FIB) fast4(k *flow.Key, res *Result) bool {
 		if e.Tos != 0 && e.Tos != k.TOS&0x1C || e.Scope < k.Scope {
 			continue
 		}
-		if TypeError(e.Type) != 0 {
-			return false
-		}
 		nh := -1
-		for j := range e.Nexthops {
-			if nhUsable(&e.Nexthops[j], k.OIF) {
-				nh = j
-				break
+		err := TypeError(e.Type)
+		if err == 0 && len(e.Nexthops) > 0 {
+			for j := range e.Nexthops {
+				if nhUsable(&e.Nexthops[j], k.OIF) {
+					nh = j
+					break
+				}
+			}
+			if nh < 0 {
+				continue
 			}
 		}
-		if nh < 0 && len(e.Nexthops) > 0 {
-			continue
-		}
-		res.Route = *e
-		res.Route.Dst = withWords(k.Dst, 0, w&^0xffffffff|uint64(a&mask32(bits)), bits)
-		res.Table, res.NH, res.Rule, res.RuleSet = rtnl.RT_TABLE_MAIN, nh, 0, false
-		return true
+		h.Entry, h.NH, h.Table = e, nh, id
+		h.Dst = withWords(k.Dst, 0, w&^0xffffffff|uint64(a&mask32(bits)), bits)
+		return err, true
 	}
-	return false
+	return 0, false // backtrack
 }
 
-// fast6 is lookupNoRules6 when local has no answer (no entries, or a
-// tiny or full index without a prefix containing the destination) and
-// main's full index answers: fib6_rule_lookup() without custom rules asks
-// local, then main.
-func (f *FIB) fast6(k *flow.Key, res *Result) bool {
+// fast6 is lookupNoRules6 when local's index has no prefix containing
+// the destination and main's answers: fib6_rule_lookup() without custom
+// rules asks local, then main.
+func (f *FIB) fast6(k *flow.Key, res *Result) (syscall.Errno, bool) {
 	if !k.Dst.Is6() {
-		return false
+		return 0, false
 	}
 	set := f.tables.set.Load()
-	hi, lo := addrWords(k.Dst)
 	if t := set.fixed[rtnl.RT_TABLE_LOCAL-253]; t != nil {
-		if s := t.root.Load(); s != nil && s.big != nil {
-			x := s.ix
-			if x == nil {
-				return false
-			}
-			switch x.mode {
-			case ixTiny:
-				for i := range x.tiny {
-					e := &x.tiny[i]
-					if hi&e.mhi == e.hi && lo&e.mlo == e.lo {
-						return false
-					}
-				}
-			default:
-				if _, _, st := x.lookup6(k.Dst); st != ixNone {
-					return false
-				}
-			}
+		if s := t.root.Load(); s != nil && s.big != nil && !noPrefix6(s.ix, k) {
+			return 0, false
 		}
 	}
 	t := set.fixed[rtnl.RT_TABLE_MAIN-253]
 	if t == nil {
-		return false
+		return 0, false
 	}
 	s := t.root.Load()
-	if s == nil || s.ix == nil || s.ix.mode != ixFull {
+	if s == nil {
+		return 0, false
+	}
+	*res = noHit
+	oif, strict := rt6Oif(k)
+	err, ok := probe6(s, rtnl.RT_TABLE_MAIN, k, oif, strict, res)
+	if !ok || err == syscall.EAGAIN {
+		return 0, false
+	}
+	return err, true
+}
+
+// noPrefix6 reports whether index x knows that no prefix contains the
+// flow's destination (false: it holds one, or it cannot tell).
+func noPrefix6(x *lpmIndex, k *flow.Key) bool {
+	if x == nil || !x.v6 {
 		return false
 	}
+	if x.mode == ixTiny {
+		hi, lo := addrWords(k.Dst)
+		for i := range x.tiny {
+			e := &x.tiny[i]
+			if hi&e.mhi == e.hi && lo&e.mlo == e.lo {
+				return false
+			}
+		}
+		return true
+	}
+	_, _, st := x.lookup6(k.Dst)
+	return st == ixNone
+}
+
+// probe6 is lookupView for an IPv6 table when s's full index and the
+// longest prefix's entries answer (choose6, with its common case — one
+// entry, no source prefix, any device — written out). h is written (its
+// Table set to id) only when an entry answers.
+func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (syscall.Errno, bool) {
 	x := s.ix
+	if x == nil || x.mode != ixFull || !x.v6 || !k.Dst.Is6() {
+		return 0, false
+	}
+	hi, lo := addrWords(k.Dst)
 	var l leaf
 	var phi, plo uint64
 	bits := -1
@@ -146,7 +182,7 @@ func (f *FIB) fast6(k *flow.Key, res *Result) bool {
 		v1 := uint32(hi>>32) & 0xffff
 		if b := nd.bkt.get(v1); b != nil {
 			if b.cnt == 0 {
-				return false
+				return 0, false
 			}
 			for _, e := range unsafe.Slice(b, b.cnt) {
 				mh, ml := mask128(int(e.bits))
@@ -165,28 +201,14 @@ func (f *FIB) fast6(k *flow.Key, res *Result) bool {
 	if bits < 0 {
 		c := x.root.get(v0)
 		if c == nil {
-			return false
+			return syscall.EAGAIN, true
 		}
 		l, bits, phi = c.l, c.bits, hi&^(^uint64(0)>>c.bits)
 	}
-	oif, strict := rt6Oif(k)
-	// choose6's common case: the prefix's first entry answers with its
-	// first live hop on no particular device, a single route, no source
-	// prefix, no router preference to weigh against another entry.
-	if l.tail != nil || oif != 0 {
-		es := Entries{l: l, hi: l.len()}
-		var h hit
-		err, ok := choose6(&es, k, oif, strict, &h)
-		if !ok || err != 0 {
-			return false
-		}
-		res.Route = h.a.r
-		res.NH = h.nh
-	} else {
-		e := &l.head.r
-		if e.Src.Bits() > 0 || len(e.Nexthops) == 0 || TypeError(e.Type) != 0 {
-			return false
-		}
+	var err syscall.Errno
+	if e := &l.head.r; l.tail == nil && oif == 0 && e.Src.Bits() == 0 && len(e.Nexthops) > 0 {
+		// One entry, scored on no device: its first live hop, or no
+		// answer at this prefix when every hop is dead.
 		nh := -1
 		for j := range e.Nexthops {
 			if e.Nexthops[j].Flags&rtnl.RTNH_F_DEAD == 0 {
@@ -195,12 +217,16 @@ func (f *FIB) fast6(k *flow.Key, res *Result) bool {
 			}
 		}
 		if nh < 0 {
-			return false
+			return 0, false
 		}
-		res.Route = *e
-		res.NH = nh
+		h.Entry, h.NH, err = e, nh, TypeError(e.Type)
+	} else {
+		es := Entries{l: l, hi: l.len()}
+		var ok bool
+		if err, ok = choose6(&es, k, oif, strict, h); !ok {
+			return 0, false
+		}
 	}
-	res.Route.Dst = withWords(k.Dst, phi, plo, bits)
-	res.Table, res.Rule, res.RuleSet = rtnl.RT_TABLE_MAIN, 0, false
-	return true
+	h.Dst, h.Table = withWords(k.Dst, phi, plo, bits), id
+	return err, true
 }

@@ -38,8 +38,8 @@ func answerOf(r Result, err syscall.Errno) refAnswer {
 	if err != 0 {
 		return refAnswer{Err: err}
 	}
-	return refAnswer{Table: r.Table, Dst: r.Route.Dst.String(), Type: r.Route.Type, Tos: r.Route.Tos,
-		Priority: r.Route.Priority, NH: r.NH, Rule: r.Rule, RuleSet: r.RuleSet}
+	return refAnswer{Table: r.Table, Dst: r.Dst.String(), Type: r.Entry.Type, Tos: r.Entry.Tos,
+		Priority: r.Entry.Priority, NH: r.NH, Rule: r.Rule, RuleSet: r.RuleSet}
 }
 
 type refFIB struct {

@@ -105,7 +105,7 @@ func lkGot(r Result, err syscall.Errno) lkOut {
 		return lkOut{Err: err}
 	}
 	nh := r.Nexthop()
-	return lkOut{Table: r.Table, Dst: r.Route.Dst, Gw: nh.Gateway, Dev: nh.Dev, Rule: r.Rule}
+	return lkOut{Table: r.Table, Dst: r.Dst, Gw: nh.Gateway, Dev: nh.Dev, Rule: r.Rule}
 }
 
 // lkRS6 builds ROUTES-SPEC §7.6's namespace at the FIB level: tables 100
@@ -222,8 +222,8 @@ func TestLookupMergedLocalReportsMain(t *testing.T) {
 	lkInsert(t, tb, Route{Family: rtnl.AF_INET, Table: 255, Dst: lkP("127.0.0.1/32"), Type: rtnl.RTN_LOCAL,
 		Scope: rtnl.RT_SCOPE_HOST, Protocol: rtnl.RTPROT_KERNEL, Prefsrc: lkA("127.0.0.1"), Nexthops: []Nexthop{{Dev: 1, Weight: 1}}})
 	r, err := f.Lookup(flow.Key{Dst: lkA("127.0.0.1"), IIF: 1})
-	if err != 0 || r.Table != 254 || r.Route.Type != rtnl.RTN_LOCAL {
-		t.Errorf("lkGot table %d type %d err %v, want table 254 local", r.Table, r.Route.Type, err)
+	if err != 0 || r.Table != 254 || r.Entry.Type != rtnl.RTN_LOCAL {
+		t.Errorf("lkGot table %d type %d err %v, want table 254 local", r.Table, r.Entry.Type, err)
 	}
 }
 
@@ -366,7 +366,7 @@ func TestLookupIPv6RejectsAndThrow(t *testing.T) {
 // TestSelectPathWeights: with no oif, flows spread over live hops in
 // proportion to their weights; a dead hop takes none.
 func TestSelectPathWeights(t *testing.T) {
-	r := Result{Route: Route{Nexthops: []Nexthop{{Dev: 3, Weight: 1}, {Dev: 5, Weight: 3}, {Dev: 7, Weight: 5, Flags: rtnl.RTNH_F_DEAD}}}}
+	r := Result{Entry: &Route{Nexthops: []Nexthop{{Dev: 3, Weight: 1}, {Dev: 5, Weight: 3}, {Dev: 7, Weight: 5, Flags: rtnl.RTNH_F_DEAD}}}}
 	counts := map[int32]int{}
 	for i := 0; i < 4000; i++ {
 		k := flow.Key{Dst: netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1}), Src: lkA("10.0.0.1")}

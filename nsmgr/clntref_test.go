@@ -17,9 +17,9 @@ import (
 func TestRouteGetClntrefIsOneForUncachedOutputRoutes(t *testing.T) {
 	local := func(dev int32) fib.Result {
 		r := fib.Route{Type: rtnl.RTN_LOCAL, Dst: netip.MustParsePrefix("10.0.0.1/32"), Nexthops: []fib.Nexthop{{Dev: dev}}}
-		return fib.Result{Route: r, NH: 0}
+		return fib.Result{Entry: &r, Dst: r.Dst, NH: 0}
 	}
-	mc := fib.Result{Route: fib.Route{Type: rtnl.RTN_MULTICAST, Dst: netip.MustParsePrefix("224.0.0.0/3"), Nexthops: []fib.Nexthop{{Dev: 3}}}}
+	mc := fib.Result{Entry: &fib.Route{Type: rtnl.RTN_MULTICAST, Nexthops: []fib.Nexthop{{Dev: 3}}}, Dst: netip.MustParsePrefix("224.0.0.0/3")}
 	for _, tc := range []struct {
 		name string
 		o    out4
@@ -29,7 +29,7 @@ func TestRouteGetClntrefIsOneForUncachedOutputRoutes(t *testing.T) {
 		{"local address of v0 leaves by lo", out4{res: local(3), hasFIB: true, typ: rtnl.RTN_LOCAL, dev: loIndex}, 0, 1},
 		{"127.0.0.1 on lo", out4{res: local(loIndex), hasFIB: true, typ: rtnl.RTN_LOCAL, dev: loIndex}, 0, 2},
 		{"oif-forced without a route", out4{typ: rtnl.RTN_UNICAST, dev: 5}, 0, 1},
-		{"unicast route", out4{res: fib.Result{Route: fib.Route{Type: rtnl.RTN_UNICAST, Nexthops: []fib.Nexthop{{Dev: 3}}}}, hasFIB: true, typ: rtnl.RTN_UNICAST, dev: 3}, 0, 2},
+		{"unicast route", out4{res: fib.Result{Entry: &fib.Route{Type: rtnl.RTN_UNICAST, Nexthops: []fib.Nexthop{{Dev: 3}}}}, hasFIB: true, typ: rtnl.RTN_UNICAST, dev: 3}, 0, 2},
 		{"subnet broadcast from table local", out4{res: local(3), hasFIB: true, typ: rtnl.RTN_BROADCAST, dev: 3}, 0, 2},
 		{"limited broadcast", out4{typ: rtnl.RTN_BROADCAST, dev: 3}, 0, 1},
 		{"multicast prefix shorter than /4", out4{res: mc, hasFIB: true, typ: rtnl.RTN_MULTICAST, dev: 3}, 0, 1},

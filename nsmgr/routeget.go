@@ -251,7 +251,8 @@ func (ns *Namespace) routeGet4(q *rtnl.RouteMsg, reply *rtnl.RouteMsg, uid uint3
 			}
 			return rtnl.Errno(syscall.EHOSTUNREACH)
 		}
-		fillFIBRoute(reply, &o.res.Route, o.res.Table)
+		r := o.res.Route()
+		fillFIBRoute(reply, &r, o.res.Table)
 		return nil
 	}
 	table := uint32(rtnl.RT_TABLE_MAIN)
@@ -347,11 +348,11 @@ func (ns *Namespace) output4(k *flow.Key, o *out4) syscall.Errno {
 		}
 		return err
 	}
-	o.res, o.hasFIB, o.typ = res, true, res.Route.Type
-	if res.Route.Type == rtnl.RTN_LOCAL {
+	o.res, o.hasFIB, o.typ = res, true, res.Entry.Type
+	if res.Entry.Type == rtnl.RTN_LOCAL {
 		if k.Src.IsUnspecified() {
-			if res.Route.Prefsrc.IsValid() {
-				k.Src = res.Route.Prefsrc
+			if res.Entry.Prefsrc.IsValid() {
+				k.Src = res.Entry.Prefsrc
 			} else {
 				k.Src = k.Dst
 			}
@@ -377,11 +378,11 @@ func (ns *Namespace) output4(k *flow.Key, o *out4) syscall.Errno {
 // nexthop's scope (link for a gateway, host otherwise... as
 // fib_info_update_nhc_saddr() is called with the route's scope).
 func (ns *Namespace) fibResultPrefsrc(r *fib.Result) netip.Addr {
-	if r.Route.Prefsrc.IsValid() {
-		return r.Route.Prefsrc
+	if r.Entry.Prefsrc.IsValid() {
+		return r.Entry.Prefsrc
 	}
 	nh := r.Nexthop()
-	return ns.inetSelectAddr(nh.Dev, nh.Gateway, r.Route.Scope)
+	return ns.inetSelectAddr(nh.Dev, nh.Gateway, r.Entry.Scope)
 }
 
 // mkrouteOutput is __mkroute_output(): the route type from the destination
@@ -454,8 +455,8 @@ func (ns *Namespace) input4(k *flow.Key, o *out4) syscall.Errno {
 		}
 		return err
 	}
-	o.res, o.hasFIB, o.typ = res, true, res.Route.Type
-	switch res.Route.Type {
+	o.res, o.hasFIB, o.typ = res, true, res.Entry.Type
+	switch res.Entry.Type {
 	case rtnl.RTN_BROADCAST:
 		o.dev, o.flags = loIndex, rtcfBroadcast|rtcfLocal
 		return 0
@@ -469,7 +470,7 @@ func (ns *Namespace) input4(k *flow.Key, o *out4) syscall.Errno {
 	if !forwarding {
 		return syscall.EHOSTUNREACH
 	}
-	if res.Route.Type != rtnl.RTN_UNICAST {
+	if res.Entry.Type != rtnl.RTN_UNICAST {
 		return syscall.EINVAL
 	}
 	o.res.SelectPath(k)
@@ -517,7 +518,7 @@ func (ns *Namespace) validateSource4(k *flow.Key) syscall.Errno {
 		return 0
 	}
 	rk := flow.Key{Dst: k.Src, Src: k.Dst, IIF: k.IIF, Mark: k.Mark, TOS: k.TOS}
-	if r, err := ns.fib4.Lookup(rk); err == 0 && r.Route.Type != rtnl.RTN_UNICAST {
+	if r, err := ns.fib4.Lookup(rk); err == 0 && r.Entry.Type != rtnl.RTN_UNICAST {
 		return syscall.EINVAL
 	}
 	return 0
@@ -559,7 +560,7 @@ func clntref4(o *out4, iif int32) uint32 {
 	cache := o.hasFIB
 	switch o.typ {
 	case rtnl.RTN_MULTICAST:
-		if o.flags&rtcfLocal != 0 || (o.hasFIB && o.res.Route.Dst.Bits() < 4) {
+		if o.flags&rtcfLocal != 0 || (o.hasFIB && o.res.Dst.Bits() < 4) {
 			cache = false
 		}
 	case rtnl.RTN_LOCAL:
@@ -578,7 +579,7 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 	*m = rtnl.RouteMsg{Family: rtnl.AF_INET, DstLen: 32, Type: o.typ}
 	m.SetTable(table)
 	if o.hasFIB {
-		m.Tos = o.res.Route.Tos
+		m.Tos = o.res.Entry.Tos
 	}
 	m.Flags = o.flags&^0xFFFF | rtnl.RTM_F_CLONED
 	if o.flags&rtcfNotify != 0 {
@@ -625,8 +626,8 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 			m.Set(rtnl.RTA_VIA)
 		}
 	}
-	if o.hasFIB && o.res.Route.Metrics.Len() > 0 {
-		putMetrics(&m.Metrics, o.res.Route.Metrics)
+	if o.hasFIB && o.res.Entry.Metrics.Len() > 0 {
+		putMetrics(&m.Metrics, o.res.Entry.Metrics)
 		m.Set(rtnl.RTA_METRICS)
 	}
 	if k.Mark != 0 {
@@ -721,14 +722,15 @@ func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg, uid uint3
 	if err != 0 {
 		return rtnl.Errno(err)
 	}
-	if iif != 0 && res.Route.Dst.Addr().IsMulticast() {
+	if iif != 0 && res.Dst.Addr().IsMulticast() {
 		// rt6_fill_node() asks ip6mr_get_route() for an input route to a
 		// multicast prefix; with no multicast routing it fails and the
 		// fill reports -EMSGSIZE ("Message too long"), fibmatch too.
 		return rtnl.Errno(syscall.EMSGSIZE)
 	}
 	if q.Flags&rtnl.RTM_F_FIB_MATCH != 0 {
-		fillFIBRoute(reply, &res.Route, res.Table)
+		r := res.Route()
+		fillFIBRoute(reply, &r, res.Table)
 		return nil
 	}
 	res.SelectPath(&k)
@@ -738,7 +740,7 @@ func (ns *Namespace) routeGet6(q *rtnl.RouteMsg, reply *rtnl.RouteMsg, uid uint3
 
 // fill6 is rt6_fill_node() for a looked-up destination (dst, src given).
 func (ns *Namespace) fill6(m *rtnl.RouteMsg, k *flow.Key, iif int32, res *fib.Result) {
-	r := &res.Route
+	r := res.Entry
 	*m = rtnl.RouteMsg{Family: rtnl.AF_INET6, DstLen: 128, SrcLen: 128, Protocol: r.Protocol, Type: r.Type}
 	m.SetTable(res.Table)
 	m.Dst, m.Src = k.Dst, k.Src

@@ -79,7 +79,7 @@ func rlLookup(ns *Namespace, dst netip.Addr, mark uint32) rlAnswer {
 	if err != 0 {
 		return rlAnswer{Err: err}
 	}
-	return rlAnswer{Table: res.Table, Dst: res.Route.Dst, Type: res.Route.Type, Priority: res.Route.Priority}
+	return rlAnswer{Table: res.Table, Dst: res.Dst, Type: res.Entry.Type, Priority: res.Entry.Priority}
 }
 
 // TestRouteGetAnswersFromLookup is the "one code path" acceptance test of
