@@ -88,31 +88,40 @@ func connectServer(path string) (int, error) {
 // port id hint and the HELLO option bits opts, and notifications framed
 // with their group.
 func dial(path, ns string, pid, opts uint32) (int, uint32, error) {
-	return dialOn(-1, path, ns, pid, opts)
+	return dialOn(-1, path, ns, pid, opts, nil)
 }
 
-// dialOn is dial on the connection fd made ahead (spareConn), or on a new
+// dialOn is dial on the connection fd made ahead (sparePool), or on a new
 // one when fd is -1 or the server has closed it: a spare that fails before
 // the server's answer is read is replaced by a fresh connection once.
-func dialOn(fd int, path, ns string, pid, opts uint32) (int, uint32, error) {
+// meanwhile (if not nil) runs once, after the HELLO is sent and before its
+// answer is awaited: the caller's own work overlaps the server's.
+func dialOn(fd int, path, ns string, pid, opts uint32, meanwhile func()) (int, uint32, error) {
+	once := func() {
+		if meanwhile != nil {
+			meanwhile()
+			meanwhile = nil
+		}
+	}
 	if fd >= 0 {
-		cfd, portid, err, sent := hello(fd, path, ns, pid, opts)
+		cfd, portid, err, sent := hello(fd, path, ns, pid, opts, once)
 		if err == nil || sent {
 			return cfd, portid, err
 		}
 	}
 	fd, err := connectServer(path)
 	if err != nil {
+		once()
 		return -1, 0, err
 	}
-	cfd, portid, err, _ := hello(fd, path, ns, pid, opts)
+	cfd, portid, err, _ := hello(fd, path, ns, pid, opts, once)
 	return cfd, portid, err
 }
 
 // hello runs the HELLO on the connected fd, closing it on failure; answered
 // says the server's answer was read (a failure then is the server's word,
-// not a dead connection).
-func hello(fd int, path, ns string, pid, opts uint32) (int, uint32, error, bool) {
+// not a dead connection). meanwhile runs once the HELLO is sent.
+func hello(fd int, path, ns string, pid, opts uint32, meanwhile func()) (int, uint32, error, bool) {
 	fail := func(err error, answered bool) (int, uint32, error, bool) {
 		unix.Close(fd)
 		return -1, 0, err, answered
@@ -125,6 +134,7 @@ func hello(fd int, path, ns string, pid, opts uint32) (int, uint32, error, bool)
 	if err := unix.Sendmsg(fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p), nil, nil, unix.MSG_NOSIGNAL); err != nil {
 		return fail(err, false)
 	}
+	meanwhile()
 	if err := waitReadable(fd, 10*time.Second); err != nil {
 		return fail(fmt.Errorf("no HELLO from the server at %s: %w", path, err), false)
 	}

@@ -47,57 +47,117 @@ func (r *rmemDefault) get() int {
 	return v
 }
 
-// spareConn is one connection to the server made ahead of the socket()
-// that will use it, its HELLO not sent yet (the HELLO names the namespace
-// and the port id hint, known only then): the connect and the server's
-// accept and the goroutine it starts happen off the caller's time. The
-// server waits up to 30 s for a HELLO (serveUnix); a spare older than
-// spareMaxAge is closed instead of used, and one the server has closed
-// anyway fails its HELLO, which is then sent on a fresh connection.
-type spareConn struct {
-	mu   sync.Mutex
-	fd   int       // guarded by mu, when ok
-	ok   bool      // guarded by mu: fd is a spare
-	made time.Time // guarded by mu
+// sparePool holds connections to the server made ahead of the socket()
+// calls that will use them, their HELLO not sent yet (the HELLO names the
+// namespace and the port id hint, known only then): the connect, the
+// server's accept and its wait for the HELLO (server/accept.go: in its
+// epoll set, costing it no thread) happen off the caller's time. A filler
+// goroutine keeps spareCount of them, woken whenever a take leaves fewer:
+// a burst of socket() calls (vishvananda/netlink opens one per request, a
+// test suite's goroutines at once) finds one ready as long as the filler
+// keeps up, and the worker that answers socket() makes none itself (it
+// did, one spare after each socket(), ≈ 10-20 µs of the worker's time
+// before the next notification). The server closes a connection that
+// sends no HELLO within 30 s; a spare older than spareMaxAge is closed
+// instead of used, and one the server has closed anyway fails its HELLO,
+// which is then sent on a fresh connection (dialOn).
+type sparePool struct {
+	path string
+	// kick wakes the filler (buffered: one pending wake is enough).
+	kick chan struct{}
+	once sync.Once
+
+	mu    sync.Mutex
+	fds   []spare // guarded by mu: oldest first
+	made  int     // guarded by mu: spares connected (for tests)
+	taken int     // guarded by mu: spares handed out (for tests)
 }
+
+// spare is one connection made ahead.
+type spare struct {
+	fd   int
+	made time.Time
+}
+
+// spareCount is how many spares the pool keeps: enough for the socket()
+// calls of a burst between two turns of the filler.
+const spareCount = 4
 
 // spareMaxAge is how long a spare connection is kept unused.
 const spareMaxAge = 10 * time.Second
 
-// take returns the spare connection, or -1.
-func (c *spareConn) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	fd := c.fd
-	if !c.ok {
+// init sets the server's path; the filler starts at the first wake.
+func (p *sparePool) init(path string) {
+	p.path = path
+	p.kick = make(chan struct{}, 1)
+}
+
+// take returns a spare connection, or -1 when none is ready, and wakes the
+// filler to replace it.
+func (p *sparePool) take() int {
+	if p.kick == nil {
 		return -1
 	}
-	c.ok = false
-	if time.Since(c.made) > spareMaxAge {
-		unix.Close(fd)
-		return -1
+	fd := -1
+	now := time.Now()
+	p.mu.Lock()
+	for len(p.fds) > 0 && fd < 0 {
+		sp := p.fds[0]
+		p.fds = p.fds[1:]
+		if now.Sub(sp.made) > spareMaxAge {
+			unix.Close(sp.fd)
+			continue
+		}
+		fd = sp.fd
+		p.taken++
 	}
+	p.mu.Unlock()
+	p.wake()
 	return fd
 }
 
-// fill makes a new spare if there is none. It runs on the worker after
-// the socket() it follows is answered: a Unix connect returns once the
-// connection is queued on the server's listener, without waiting for the
-// accept. Made on a goroutine instead, the spare was not ready for one
-// socket() in five of a tight socket/close loop (hack/sockbench). The
-// connect does not block: with the listener's backlog full there is no
-// spare, and the next socket() connects itself.
-func (c *spareConn) fill(path string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ok {
+// wake asks the filler to top the pool up.
+func (p *sparePool) wake() {
+	if p.kick == nil {
 		return
 	}
-	fd, err := connectNonblock(path)
-	if err != nil {
-		return
+	p.once.Do(func() { go p.filler() })
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
-	c.fd, c.ok, c.made = fd, true, time.Now()
+}
+
+// filler makes spares until the pool holds spareCount, each time it is
+// woken; it lives as long as the supervisor (the process). A connect
+// that fails (no server, the listener's backlog full) ends the turn: the
+// next socket() connects itself.
+func (p *sparePool) filler() {
+	for range p.kick {
+		for {
+			p.mu.Lock()
+			n := len(p.fds)
+			p.mu.Unlock()
+			if n >= spareCount {
+				break
+			}
+			fd, err := connectNonblock(p.path)
+			if err != nil {
+				break
+			}
+			p.mu.Lock()
+			p.fds = append(p.fds, spare{fd, time.Now()})
+			p.made++
+			p.mu.Unlock()
+		}
+	}
+}
+
+// counts returns the spares ready, connected and handed out.
+func (p *sparePool) counts() (ready, made, taken int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.fds), p.made, p.taken
 }
 
 // connectNonblock is connectServer without waiting for room in the

@@ -28,33 +28,126 @@ func testServer(t *testing.T) string {
 	return path
 }
 
-// TestSpareConnUsedForHello: a spare made ahead carries the next socket's
-// HELLO (the port id is the hint, as on a fresh connection), and a new one
-// is made after it is taken.
-func TestSpareConnUsedForHello(t *testing.T) {
-	path := testServer(t)
-	var c spareConn
-	c.fill(path)
-	var fd int
+// waitSpares waits until the pool holds n ready spares.
+func waitSpares(t *testing.T, p *sparePool, n int) {
+	t.Helper()
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if fd = c.take(); fd >= 0 || time.Now().After(end) {
-			break
+		ready, _, _ := p.counts()
+		if ready >= n {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d spares ready, want %d", ready, n)
 		}
 	}
+}
+
+// TestSpareConnUsedForHello: a spare made ahead carries the next socket's
+// HELLO (the port id is the hint, as on a fresh connection), and is handed
+// out once.
+func TestSpareConnUsedForHello(t *testing.T) {
+	path := testServer(t)
+	var p sparePool
+	p.init(path)
+	p.wake()
+	waitSpares(t, &p, spareCount)
+	fd := p.take()
 	if fd < 0 {
 		t.Fatal("no spare connection made")
 	}
-	cfd, portid, err := dialOn(fd, path, "default", 4242, 0)
+	ran := 0
+	cfd, portid, err := dialOn(fd, path, "default", 4242, 0, func() { ran++ })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(cfd)
-	if cfd != fd || portid != 4242 {
-		t.Errorf("HELLO on fd %d port id %d, want the spare %d and port id 4242", cfd, portid, fd)
+	if cfd != fd || portid != 4242 || ran != 1 {
+		t.Errorf("HELLO on fd %d port id %d (meanwhile ran %d times), want the spare %d, port id 4242, once", cfd, portid, ran, fd)
 	}
-	if c.take() >= 0 {
-		t.Error("a spare taken twice")
+	for range spareCount {
+		if got := p.take(); got == fd {
+			t.Fatal("a spare taken twice")
+		} else if got >= 0 {
+			unix.Close(got)
+		}
 	}
+}
+
+// TestSparePoolRefillsUnderBurst: a burst of socket() calls takes every
+// spare at once (each HELLO answered on one), and the filler tops the
+// pool up again to spareCount for the next burst, without the takers
+// making any.
+func TestSparePoolRefillsUnderBurst(t *testing.T) {
+	path := testServer(t)
+	var p sparePool
+	p.init(path)
+	p.wake()
+	for burst := range 3 {
+		waitSpares(t, &p, spareCount)
+		var fds []int
+		for range spareCount {
+			fd := p.take()
+			if fd < 0 {
+				t.Fatalf("burst %d: no spare for socket %d", burst, len(fds))
+			}
+			fds = append(fds, fd)
+		}
+		for i, fd := range fds {
+			// A hint of its own: the server may not have seen the
+			// previous burst's closes yet.
+			hint := uint32(100 + 10*burst + i)
+			cfd, portid, err := dialOn(fd, path, "default", hint, 0, nil)
+			if err != nil {
+				t.Fatalf("burst %d, socket %d: %v", burst, i, err)
+			}
+			if cfd != fd || portid != hint {
+				t.Errorf("burst %d, socket %d: fd %d port id %d, want %d and %d", burst, i, cfd, portid, fd, hint)
+			}
+			unix.Close(cfd)
+		}
+	}
+	waitSpares(t, &p, spareCount)
+	ready, made, taken := p.counts()
+	if ready != spareCount || taken != 3*spareCount || made != ready+taken {
+		t.Errorf("pool: %d ready, %d made, %d taken; want %d, %d, %d", ready, made, taken, spareCount, 4*spareCount, 3*spareCount)
+	}
+}
+
+// TestSparePoolDropsStaleSpares: a spare older than spareMaxAge is closed
+// instead of handed out (the server gives up on a silent connection after
+// 30 s), and the pool is refilled with fresh ones.
+func TestSparePoolDropsStaleSpares(t *testing.T) {
+	path := testServer(t)
+	var p sparePool
+	p.init(path)
+	p.wake()
+	waitSpares(t, &p, spareCount)
+	p.mu.Lock()
+	old := make([]int, 0, spareCount)
+	for i := range p.fds {
+		p.fds[i].made = time.Now().Add(-2 * spareMaxAge)
+		old = append(old, p.fds[i].fd)
+	}
+	p.mu.Unlock()
+	if fd := p.take(); fd >= 0 {
+		t.Fatalf("a stale spare was handed out (fd %d)", fd)
+	}
+	for _, fd := range old {
+		// Closed: its number is free or reused by a fresh spare.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err == nil {
+			p.mu.Lock()
+			fresh := false
+			for _, sp := range p.fds {
+				fresh = fresh || sp.fd == fd
+			}
+			p.mu.Unlock()
+			if !fresh {
+				t.Errorf("stale spare %d still open", fd)
+			}
+		}
+	}
+	waitSpares(t, &p, spareCount)
 }
 
 // TestSpareConnClosedByServerIsReplaced: a spare the server has closed
@@ -83,7 +176,7 @@ func TestSpareConnClosedByServerIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(10 * time.Millisecond) // let the hang-up happen first
-	cfd, portid, err := dialOn(spare, path, "default", 77, 0)
+	cfd, portid, err := dialOn(spare, path, "default", 77, 0, nil)
 	if err != nil {
 		t.Fatalf("dial with a dead spare: %v", err)
 	}
@@ -96,7 +189,7 @@ func TestSpareConnClosedByServerIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = dialOn(spare, path, "no-such-namespace", 78, 0)
+	_, _, err = dialOn(spare, path, "no-such-namespace", 78, 0, nil)
 	var hr *helloRefused
 	if !errors.As(err, &hr) || hr.errno != syscall.ENOENT {
 		t.Errorf("HELLO for a missing namespace on a spare: %v, want the server's ENOENT", err)

@@ -49,7 +49,7 @@ type Supervisor struct {
 	pidfds map[int]int      // tid -> pidfd; guarded by mu
 	tgids  map[int]tgidOf   // tid -> its thread group (Supervisor.tgid); guarded by mu
 	nsMap  nsMap
-	spare  spareConn   // a server connection made ahead (spare.go)
+	spare  sparePool   // server connections made ahead (spare.go)
 	rmem   rmemDefault // net.core.rmem_default (spare.go)
 
 	allocMu sync.Mutex // one descriptor allocation at a time
@@ -71,6 +71,7 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 	}
 	s := &Supervisor{cfg: cfg, lfd: lfd, startNS: id, socks: map[uint64]*sock{}, pidfds: map[int]int{}, tgids: map[int]tgidOf{}}
 	s.nsMap.init(id.dev)
+	s.spare.init(cfg.Socket)
 	return s, nil
 }
 
@@ -98,6 +99,7 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 // instead of waking on another.
 func (s *Supervisor) Serve() error {
 	setSyncWakeup(s.lfd)
+	s.spare.wake() // the first socket()'s connection, made ahead (spare.go)
 	errs := make(chan error, Workers)
 	for range Workers {
 		go func() { errs <- s.worker() }()
@@ -471,8 +473,26 @@ func (s *Supervisor) socket(c *call) {
 		c.fail(errNoServer)
 		return
 	}
-	fd, portid, err := dialOn(s.spare.take(), s.cfg.Socket, ns.name, s.tgid(c.tid), ns.opts)
-	defer s.spare.fill(s.cfg.Socket) // the next socket()'s connection, once this one is answered (spare.go)
+	// While the server answers the HELLO: the receive buffer's default
+	// and the caller's lowest free descriptor of the range (under allocMu
+	// until the descriptor is added there).
+	var (
+		rmem   int
+		slot   = -1
+		locked bool
+	)
+	defer func() {
+		if locked {
+			s.allocMu.Unlock()
+		}
+	}()
+	meanwhile := func() {
+		rmem = s.rmem.get()
+		s.allocMu.Lock()
+		locked = true
+		slot = s.freeSlot(c.tid, 0)
+	}
+	fd, portid, err := dialOn(s.spare.take(), s.cfg.Socket, ns.name, s.tgid(c.tid), ns.opts, meanwhile)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
 		var hr *helloRefused
@@ -494,7 +514,7 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	s.mu.Lock()
-	sk := newSock(portid, base, s.rmem.get())
+	sk := newSock(portid, base, rmem)
 	s.made++
 	sk.born = s.made
 	s.socks[st.Ino] = sk
@@ -506,9 +526,6 @@ func (s *Supervisor) socket(c *call) {
 	if sweep {
 		go s.sweepSocks() // reads all of /proc: not on the worker
 	}
-	s.allocMu.Lock()
-	defer s.allocMu.Unlock()
-	slot := s.freeSlot(c.tid, 0)
 	if slot < 0 {
 		c.fail(unix.EMFILE)
 		return
