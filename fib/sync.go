@@ -140,7 +140,7 @@ func syncDown6(c *Change, r Route, dev int32, ev DevEvent) (Route, bool, bool) {
 		return r, true, false
 	}
 	if ev == DevCarrierDown {
-		if r.Type == rtnl.RTN_LOCAL || r.Type == rtnl.RTN_ANYCAST {
+		if r.Type == rtnl.RTN_LOCAL { // fib6_ifdown(): RTF_LOCAL; a request's anycast has no RTF_ANYCAST
 			return r, true, false
 		}
 		hops := slices.Clone(r.Nexthops)
