@@ -52,12 +52,14 @@ func (r *rmemDefault) get() int {
 // namespace and the port id hint, known only then): the connect, the
 // server's accept and its wait for the HELLO (server/accept.go: in its
 // epoll set, costing it no thread) happen off the caller's time. A filler
-// goroutine keeps spareCount of them, woken whenever a take leaves fewer:
-// a burst of socket() calls (vishvananda/netlink opens one per request, a
-// test suite's goroutines at once) finds one ready as long as the filler
-// keeps up, and the worker that answers socket() makes none itself (it
-// did, one spare after each socket(), ≈ 10-20 µs of the worker's time
-// before the next notification). The server closes a connection that
+// goroutine tops them up to spareCount, woken when a take leaves
+// spareLow or fewer (one wake-up for several spares: waking it for each
+// cost a futex wake and a context switch per socket(), measured with perf
+// stat): a burst of socket() calls (vishvananda/netlink opens one per
+// request, a test suite's goroutines at once) finds one ready as long as
+// the filler keeps up, and the worker that answers socket() makes none
+// itself (it did, one spare after each socket(), ≈ 10-20 µs of the
+// worker's time before the next notification). The server closes a connection that
 // sends no HELLO within 30 s; a spare older than spareMaxAge is closed
 // instead of used, and one the server has closed anyway fails its HELLO,
 // which is then sent on a fresh connection (dialOn).
@@ -83,6 +85,9 @@ type spare struct {
 // calls of a burst between two turns of the filler.
 const spareCount = 4
 
+// spareLow is the number of spares left at which a take wakes the filler.
+const spareLow = 1
+
 // spareMaxAge is how long a spare connection is kept unused.
 const spareMaxAge = 10 * time.Second
 
@@ -93,7 +98,7 @@ func (p *sparePool) init(path string) {
 }
 
 // take returns a spare connection, or -1 when none is ready, and wakes the
-// filler to replace it.
+// filler when few are left.
 func (p *sparePool) take() int {
 	if p.kick == nil {
 		return -1
@@ -111,8 +116,11 @@ func (p *sparePool) take() int {
 		fd = sp.fd
 		p.taken++
 	}
+	low := len(p.fds) <= spareLow
 	p.mu.Unlock()
-	p.wake()
+	if low {
+		p.wake()
+	}
 	return fd
 }
 
