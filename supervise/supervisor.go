@@ -467,7 +467,7 @@ func (s *Supervisor) socket(c *call) {
 	if base != unix.SOCK_RAW && base != unix.SOCK_DGRAM {
 		return // the kernel's ESOCKTNOSUPPORT
 	}
-	ns, err := s.nsMap.name(c.tid, s.startNS, s.cfg.Namespace)
+	ns, nsid, err := s.nsMap.nameID(c.tid, s.startNS, s.cfg.Namespace)
 	if err != nil {
 		s.logf("nlemu exec: %v", err)
 		c.fail(errNoServer)
@@ -503,7 +503,7 @@ func (s *Supervisor) socket(c *call) {
 		c.fail(errNoServer)
 		return
 	}
-	s.nsMap.anchor(c.tid, ns, s.cfg.Socket) // netns.go
+	s.nsMap.anchor(c.tid, nsid, ns, s.cfg.Socket) // netns.go
 	defer unix.Close(fd)
 	if typ&unix.SOCK_NONBLOCK != 0 {
 		unix.SetNonblock(fd, true)
