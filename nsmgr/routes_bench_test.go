@@ -168,3 +168,45 @@ func BenchmarkRouteLoad(b *testing.B) {
 		}
 	}
 }
+
+// TestRouteRequestReuseLeavesNothingBehind: changeRoute decodes every
+// request into a reused RouteMsg; a request with many attributes (table,
+// metric, protocol, type, encapsulation) followed by plain ones must leave
+// nothing of the first in the routes the next ones store, in either
+// family, and a failing decode in between changes nothing either.
+func TestRouteRequestReuseLeavesNothingBehind(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		ns := routeTestNS(t)
+		rich, plain := "10.9.0.0/24", "10.9.1.0/24"
+		fam := uint8(rtnl.AF_INET)
+		if v6 {
+			rich, plain, fam = "2001:db8:9::/64", "2001:db8:9:1::/64", rtnl.AF_INET6
+		}
+		if err := rtDo(t, ns, nil, rtIP("add", rich, rtDevLo, rtTable(1234), rtMetric(77), rtProto(rtnl.RTPROT_STATIC))); err != nil {
+			t.Fatalf("v6=%v: rich add: %v", v6, err)
+		}
+		// A request the decoder rejects (an IPv4 prefix longer than 32).
+		bad := rtIP("add", "10.9.2.0/24", rtDevLo)
+		bad.m.DstLen = 40
+		if err := rtDo(t, ns, nil, bad); err == nil {
+			t.Fatalf("v6=%v: a /40 IPv4 route was accepted", v6)
+		}
+		if err := rtDo(t, ns, nil, rtIP("add", plain, rtDevLo)); err != nil {
+			t.Fatalf("v6=%v: plain add: %v", v6, err)
+		}
+		p := netip.MustParsePrefix(plain)
+		e, ok := ns.routeTables(fam).LookupTable(rtnl.RT_TABLE_MAIN, p.Addr())
+		if !ok || e.Prefix() != p {
+			t.Fatalf("v6=%v: %v not in main: %v %v", v6, p, e.Prefix(), ok)
+		}
+		r := e.At(0)
+		want := uint32(0)
+		if v6 {
+			want = 1024 // IP6_RT_PRIO_USER
+		}
+		if r.Table != rtnl.RT_TABLE_MAIN || r.Priority != want || r.Protocol != rtnl.RTPROT_BOOT || r.Metrics.Len() != 0 {
+			t.Fatalf("v6=%v: the plain route kept the rich request's fields: table %d metric %d protocol %d metrics %d",
+				v6, r.Table, r.Priority, r.Protocol, r.Metrics.Len())
+		}
+	}
+}
