@@ -337,7 +337,7 @@ func (g *drGen) link() string {
 	case n < 52:
 		return "link set " + g.dev() + " addrgenmode " + g.pick("none", "none", "eui64")
 	case n < 62:
-		return "link set " + g.dev() + " mtu " + g.pick("1400", "1500", "9000", "67", "1280", "65536")
+		return "link set " + g.dev() + " mtu " + g.pick("1400", "1500", "9000", "1280", "65536")
 	case n < 72:
 		if g.pct(25) {
 			return "link set " + g.dev() + " nomaster"
