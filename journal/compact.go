@@ -61,7 +61,7 @@ func (j *Journal) compact(covers uint64) error {
 		if err != nil {
 			return err
 		}
-		sc := scanRecords(d)
+		sc := scanJournal(d) // a restore may have left holes in it
 		if sc.tail || len(sc.recs) == 0 || sc.recs[0].Kind != kindJournal {
 			return fmt.Errorf("%s is corrupt at byte %d", journalName(n), sc.good)
 		}

@@ -206,9 +206,15 @@ type Journal struct {
 	room        atomic.Int64 // alloc - used - reserved
 	failed      error        // guarded by mu: a write or sync failed
 	closing     bool         // guarded by mu
-	// refusing is set (under mu) when failed or closing is: reserve's
-	// fast path, which does not take mu, then takes it to refuse.
-	refusing    atomic.Bool
+	// refusing is set (under mu) when failed or closing is, or when a
+	// store faulted: reserve's fast path, which does not take mu, then
+	// takes it to refuse.
+	refusing atomic.Bool
+	// seg is the current file's segment on the mapped path (storeSeg),
+	// nil on the write path; storeErr is a store's fault, made the
+	// journal's failure under mu by whoever sees it first.
+	seg         atomic.Pointer[seg]
+	storeErr    atomic.Pointer[error]
 	cur         File // guarded by mu (written by the committer)
 	curNum      uint64
 	written     int64    // guarded by mu: bytes of cur that are written
@@ -317,6 +323,7 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 	j.syncedSeq = j.lastWritten
 	if j.leader {
 		j.mapCur()
+		j.publishSeg()
 		close(j.commitDone)
 		go j.flush()
 		go j.allocator()
@@ -482,11 +489,20 @@ func (j *Journal) reserve(n int64) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if p := j.storeErr.Load(); p != nil {
+		j.setFailed(*p)
+	}
 	if j.failed != nil {
 		return j.failed
 	}
 	if j.closing {
 		return errClosed
+	}
+	for j.allocating {
+		// The allocator writes zeros past alloc with mu dropped: growing
+		// alloc over them now would let records be stored where its
+		// zeros then land.
+		j.cond.Wait()
 	}
 	for j.room.Add(-n) < 0 {
 		// Short of room: allocate more, under mu (nobody else changes
@@ -544,16 +560,23 @@ const hotTries = 64
 // append turns a reservation of n bytes into record r (numbered now) and
 // returns the batch that will carry it.
 func (j *Journal) append(r record, n int64) *batch {
+	for {
+		s := j.seg.Load()
+		if s == nil {
+			break // the write path
+		}
+		if b, ok := j.storeSeg(s, r, n); ok {
+			return b
+		}
+		if b := j.turnSeg(s, n); b != nil {
+			return b
+		}
+	}
 	j.lockHot()
 	defer j.mu.Unlock()
 	j.used += n // the reservation becomes used: room is unchanged
 	j.seq++
 	r.Seq = j.seq
-	if j.mapped != nil {
-		if b, ok := j.storeMapped(r, n); ok {
-			return b
-		}
-	}
 	var b *batch
 	switch k := len(j.queue); {
 	case j.leader && j.open != nil:
@@ -863,7 +886,13 @@ func (j *Journal) rotate() {
 func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.stats
+	st := j.stats
+	if s := j.seg.Load(); s != nil && !s.settled {
+		v := s.state.Load()
+		st.Records += segCount(v)
+		st.Bytes += uint64(segOff(v) - s.start)
+	}
+	return st
 }
 
 // Close writes what is queued, stops the committer and the compactor and
@@ -897,6 +926,9 @@ func (j *Journal) Close() error {
 	<-j.compactEnd
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if s := j.seg.Load(); s != nil {
+		j.settleSeg(s) // no store runs into the mapping any more
+	}
 	j.unmap() // its dirty pages stay in the page cache for the fdatasync
 	err := j.cur.Sync()
 	j.closeLanes()

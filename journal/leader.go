@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -188,6 +189,7 @@ const (
 // and madvise on the old range then fails or populates nothing that
 // matters. Called with mu held; it drops it meanwhile.
 func (j *Journal) prefault() {
+	j.peekSeg()
 	if j.mapped == nil || j.failed != nil {
 		return
 	}
@@ -212,11 +214,21 @@ func (j *Journal) prefault() {
 // syncLocked is syncWritten's fdatasync. Called with mu held; it drops it
 // meanwhile.
 func (j *Journal) syncLocked() {
+	if p := j.storeErr.Load(); p != nil {
+		j.setFailed(*p)
+	}
+	done := j.peekSeg()
 	if j.failed != nil || j.lastWritten == j.syncedSeq || len(j.lanes) == 0 {
 		return
 	}
 	j.flushing = true
 	f, upto := j.lanes[0], j.lastWritten
+	if !done {
+		// A store claimed before the fdatasync may finish after it
+		// starts: sync, but do not count those records as covered, so
+		// that the next tick syncs again.
+		upto = j.syncedSeq
+	}
 	// The pages below the one the records end in are whole: no store
 	// touches them again. Writing them back first leaves the fdatasync
 	// the last page or two, so it write-protects (and stores then fault
@@ -258,7 +270,7 @@ func (j *Journal) syncLocked() {
 
 // The mapped path. When the current file can be mapped (every file on
 // disk; not the tests' fault injectors), the leader policies do not write
-// records at all: append stores each one, under mu, into the file's
+// records at all: append stores each one (storeSeg, no lock) into the file's
 // MAP_SHARED mapping, whose pages are the page cache's, so the record is in
 // the operating system — it survives a SIGKILL or a crash of the server
 // exactly as a written one does, and the flusher's fdatasync makes it
@@ -273,10 +285,9 @@ func (j *Journal) syncLocked() {
 // The mapping is only touched below alloc, where the file's blocks exist
 // (Allocate wrote them, zero, and synced them), so a store never needs a
 // new block: a full disk refuses the change in reserve, as on the write
-// path, instead of faulting (SIGBUS) in the store. Records are stored in
-// sequence order under mu, so a crash in the middle of one leaves it torn
-// and nothing valid after it: the restore's scan cuts exactly the change
-// that was not acknowledged.
+// path, instead of faulting (SIGBUS) in the store. A crash in the middle
+// of a store leaves that record torn: restore skips it (a hole) or cuts it
+// (at the end), and it is exactly a change that was not acknowledged.
 
 // writtenBatch is what append returns for a stored record: already done.
 var writtenBatch = func() *batch {
@@ -284,6 +295,13 @@ var writtenBatch = func() *batch {
 	close(b.done)
 	return b
 }()
+
+// errBatch is a record that could not be stored: its change gets err.
+func errBatch(err error) *batch {
+	b := &batch{done: make(chan struct{}), err: err}
+	close(b.done)
+	return b
+}
 
 // mapCur maps the current file, when it can be, for the leader policies
 // (mapper); otherwise records are written (await). Called with mu held.
@@ -302,7 +320,8 @@ func (j *Journal) mapCur() {
 }
 
 // unmap drops the current file's mapping, if any. Its dirty pages stay in
-// the page cache, for the next fdatasync. Called with mu held.
+// the page cache, for the next fdatasync. Called with mu held and no store
+// in flight (the segment settled).
 func (j *Journal) unmap() {
 	if j.mapped != nil {
 		unix.Munmap(j.mapped)
@@ -310,43 +329,206 @@ func (j *Journal) unmap() {
 	}
 }
 
-// storeMapped stores record r, of n bytes and reserved, at the end of the
-// current file's mapping and reports whether it did; it remaps a longer
-// mapping when the file has grown past it (falling back to the write path
-// if that fails). A full file is rotated once the record is stored. Called
-// by append with mu held, the record numbered.
-func (j *Journal) storeMapped(r record, n int64) (*batch, bool) {
-	off := j.written
-	if off+n > int64(len(j.mapped)) {
-		m := j.cur.(mapper)
-		b, err := m.Map(max(2*int64(len(j.mapped)), off+n+j.opt.allocChunk))
-		if err != nil {
-			j.opt.Logf("journal: cannot map %s (%v): writing records instead", journalName(j.curNum), err)
-			j.unmap()
+// The lock-free store. A change claims its record's place in the current
+// file's mapping — its sequence number and offset, both in one word
+// (seg.state) — with one compare-and-swap, and stores the record there
+// with no lock held; it is acknowledged once its own store is done. Under
+// `nlemu load --netns 512` on 2 cores every other lock a change takes is
+// its namespace's: a global mutex held across the store was the only point
+// the namespaces' changes met, and a thread descheduled while it held it —
+// at the page fault of a store, or a timer tick — stopped every change
+// (docs/STATE.md, Cost).
+//
+// Stores run in parallel, so a crash can leave a record half stored (a
+// hole) with whole, acknowledged records after it. A hole is never a
+// change that was acknowledged, and nothing depends on it: a namespace's
+// changes are stored one at a time under its entry mutex (the next one
+// starts after this one's store is done) and namespace adds and deletes
+// under the registry's lock, so no record after a hole is of the hole's
+// namespace. Restore skips holes (scanJournal). A file is closed to claims
+// before it is rotated, synced, unmapped or closed (settleSeg), and the
+// stores in flight finish first, so a closed journal has no hole made
+// after it was closed.
+
+// seg is the current file's mapping as the store path sees it.
+type seg struct {
+	mapped []byte
+	base   uint64 // the sequence number of the record of count 0
+	start  int64  // the offset of the first record
+	limit  int64  // no claim starts at or past this offset (rotation)
+	// state is segClosed | count<<segCountShift | the next record's
+	// offset: claims are one compare-and-swap.
+	state    atomic.Uint64
+	inflight atomic.Int64  // claims in progress
+	stored   atomic.Uint64 // records whose store is done
+	settled  bool          // guarded by Journal.mu: settleSeg counted it
+}
+
+const (
+	segOffBits    = 38
+	segOffMask    = 1<<segOffBits - 1
+	segCountShift = segOffBits
+	segCountMask  = 1<<25 - 1
+	segClosed     = 1 << 63
+)
+
+// count and off decode a segment state.
+func segCount(st uint64) uint64 { return st >> segCountShift & segCountMask }
+func segOff(st uint64) int64    { return int64(st & segOffMask) }
+
+// publishSeg makes the current mapping (if any) the segment changes store
+// into, from the current end of the file. Called with mu held.
+func (j *Journal) publishSeg() {
+	if j.mapped == nil {
+		j.seg.Store(nil)
+		return
+	}
+	limit := min(j.opt.RotateBytes, segOffMask/2)
+	if j.written >= limit {
+		// A rotation failed (a full disk): go on in this file and try
+		// again a chunk later.
+		limit = min(j.written+j.opt.allocChunk, segOffMask/2)
+	}
+	s := &seg{mapped: j.mapped, base: j.lastWritten + 1, start: j.written, limit: limit}
+	s.state.Store(uint64(j.written))
+	j.seg.Store(s)
+}
+
+// storeSeg stores record r, of n bytes and reserved, in segment s and
+// reports whether it did; false: s is closed to claims (settleSeg, or this
+// record is past its limit or its mapping), the caller turns to the next.
+func (j *Journal) storeSeg(s *seg, r record, n int64) (*batch, bool) {
+	s.inflight.Add(1)
+	for {
+		old := s.state.Load()
+		if old&segClosed != 0 {
+			s.inflight.Add(-1)
 			return nil, false
 		}
-		j.unmap()
-		j.mapped = b
-	}
-	if err := j.store(j.mapped[off:off:off+n], r); err != nil {
-		// The change was applied and cannot be recorded: as after a
-		// failed write, it is not acknowledged and every later change is
-		// refused.
-		j.setFailed(err)
-		j.opt.Logf("journal: %v: every later change is refused until the server restarts", err)
-		j.unmap()
-		b := &batch{done: make(chan struct{}), err: err}
-		close(b.done)
-		return b, true
-	}
-	j.written = off + n
-	j.lastWritten = r.Seq
-	j.stats.Bytes += uint64(n)
-	j.stats.Records++
-	if j.failed == nil && j.written >= j.opt.RotateBytes {
-		for j.flushing || j.allocating {
-			j.cond.Wait()
+		off, cnt := segOff(old), segCount(old)
+		if off >= s.limit || off+n > int64(len(s.mapped)) || cnt == segCountMask {
+			if s.state.CompareAndSwap(old, old|segClosed) {
+				s.inflight.Add(-1)
+				return nil, false
+			}
+			continue
 		}
+		if !s.state.CompareAndSwap(old, old+1<<segCountShift+uint64(n)) {
+			continue
+		}
+		r.Seq = s.base + cnt
+		if err := j.store(s.mapped[off:off:off+n], r); err != nil {
+			// The change was applied and cannot be recorded: as after a
+			// failed write, it is not acknowledged and every later change
+			// is refused (settleSeg and reserve make it the journal's
+			// failure).
+			s.inflight.Add(-1)
+			j.storeFailed(s, err)
+			return errBatch(err), true
+		}
+		s.stored.Add(1)
+		s.inflight.Add(-1)
+		if j.room.Load() < j.opt.allocChunk/2 {
+			select {
+			case j.kick <- struct{}{}:
+			default:
+			}
+		}
+		return writtenBatch, true
+	}
+}
+
+// storeFailed records a store's fault without mu (stores run off it):
+// later changes are refused, and s takes no more claims.
+func (j *Journal) storeFailed(s *seg, err error) {
+	if j.storeErr.CompareAndSwap(nil, &err) {
+		j.opt.Logf("journal: %v: every later change is refused until the server restarts", err)
+	}
+	j.refusing.Store(true)
+	closeSeg(s)
+}
+
+// closeSeg closes s to claims.
+func closeSeg(s *seg) {
+	for {
+		old := s.state.Load()
+		if old&segClosed != 0 || s.state.CompareAndSwap(old, old|segClosed) {
+			return
+		}
+	}
+}
+
+// settleSeg closes s to claims, waits for the stores in flight in it to
+// finish and brings the file's accounting (written, used, the last
+// sequence number, the counters) up to its end. Called with mu held; the
+// stores never take mu.
+func (j *Journal) settleSeg(s *seg) {
+	closeSeg(s)
+	for s.inflight.Load() != 0 {
+		runtime.Gosched()
+	}
+	if p := j.storeErr.Load(); p != nil {
+		j.setFailed(*p)
+	}
+	if s.settled {
+		return
+	}
+	s.settled = true
+	st := s.state.Load()
+	off, cnt := segOff(st), segCount(st)
+	j.written, j.used = off, off // the reservations became used: room is unchanged
+	j.lastWritten = s.base + cnt - 1
+	j.seq = j.lastWritten
+	j.stats.Records += cnt
+	j.stats.Bytes += uint64(off - s.start)
+}
+
+// peekSeg brings written and lastWritten up to what the current segment
+// holds now, for the flusher, and reports whether every record claimed so
+// far is stored (an fdatasync started now covers them all). Called with
+// mu held.
+func (j *Journal) peekSeg() bool {
+	s := j.seg.Load()
+	if s == nil || s.settled {
+		return true
+	}
+	st := s.state.Load()
+	done := s.stored.Load() == segCount(st)
+	j.written, j.lastWritten = segOff(st), s.base+segCount(st)-1
+	return done
+}
+
+// turnSeg is a change's way past a closed segment s: it rotates the file
+// when it is full and publishes the next segment (a new file's, or a
+// longer mapping of this one), or returns the batch that refuses the
+// change (a failed or closing journal). nil: store again, into the segment
+// now current (or on the write path if there is none).
+func (j *Journal) turnSeg(s *seg, n int64) *batch {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for {
+		if j.seg.Load() != s {
+			return nil // turned by another change meanwhile
+		}
+		if !j.flushing && !j.allocating {
+			break
+		}
+		// The flusher syncs and allocates on the current file's handles
+		// (a rotation closes them), and the allocator writes zeros past
+		// alloc: let them finish. mu is dropped meanwhile, so another
+		// change may turn s first.
+		j.cond.Wait()
+	}
+	// From here to publishSeg mu is held throughout: one change turns s.
+	j.settleSeg(s)
+	if j.failed != nil || j.closing {
+		err := j.failed
+		if err == nil {
+			err = errClosed
+		}
+		return errBatch(err)
+	}
+	if j.written >= j.opt.RotateBytes {
 		if j.failed == nil {
 			f := j.cur
 			j.rotate()
@@ -355,13 +537,18 @@ func (j *Journal) storeMapped(r record, n int64) (*batch, bool) {
 			}
 		}
 	}
-	if j.room.Load() < j.opt.allocChunk/2 {
-		select {
-		case j.kick <- struct{}{}:
-		default:
+	if j.mapped != nil && j.written+n > int64(len(j.mapped)) {
+		m := j.cur.(mapper)
+		b, err := m.Map(max(2*int64(len(j.mapped)), j.written+n+j.opt.allocChunk))
+		j.unmap()
+		if err != nil {
+			j.opt.Logf("journal: cannot map %s (%v): writing records instead", journalName(j.curNum), err)
+		} else {
+			j.mapped = b
 		}
 	}
-	return writtenBatch, true
+	j.publishSeg()
+	return nil
 }
 
 // errStoreFault is a store into the mapping that faulted.
@@ -383,6 +570,9 @@ func (j *Journal) store(dst []byte, r record) (err error) {
 			err = errStoreFault
 		}
 	}()
+	// appendRecord stores the length first and the CRC last, over the
+	// zeros allocated ahead: a store cut short leaves a zero CRC, which
+	// tells restore it is a hole, not corruption (scanJournal).
 	if got := appendRecord(dst, r); len(got) != cap(dst) {
 		panic("journal: record size mismatch") // recordSize and appendRecord disagree
 	}

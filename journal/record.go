@@ -117,6 +117,9 @@ type scan struct {
 	// later counts valid-looking records found after the tail's start:
 	// with them the tail is corruption, not a torn write.
 	later int
+	// holes and holeBytes count the records and bytes scanJournal
+	// skipped between valid records.
+	holes, holeBytes int
 }
 
 // scanRecords decodes b's records until the first one that is torn, corrupt
@@ -155,6 +158,50 @@ func scanRecords(b []byte) scan {
 				s.later++
 			}
 		}
+	}
+	return s
+}
+
+// maxHoles bounds the records one hole in a journal may stand for.
+const maxHoles = 1 << 20
+
+// scanJournal is scanRecords for a journal file, which may hold holes:
+// records claimed and being stored, in parallel, when the server died
+// (storeSeg), with whole records after them. At a record that does not
+// decode, it looks further on for a valid record whose sequence number
+// skips at least one (the hole's) and goes on from there; holes and
+// holeBytes count what was skipped. A hole is a change that was never
+// acknowledged, and no later record is of its namespace (leader.go), so
+// the records after it replay as they were applied. A hole's CRC is zero:
+// a store writes it last, over the zeros allocated ahead; a bad record
+// with a CRC was stored whole and is corruption. Bytes that do not decode
+// and are followed by no such record are the tail, as in scanRecords.
+func scanJournal(b []byte) scan {
+	s := scanRecords(b)
+	for s.tail && len(s.recs) > 0 {
+		if bad := b[s.good:]; len(bad) >= frameLen && le.Uint32(bad[4:]) != 0 {
+			// A store writes the CRC last (appendRecord) over zeros, so a
+			// record with one was stored whole and went bad since:
+			// corruption, not a hole.
+			break
+		}
+		last := s.recs[len(s.recs)-1].Seq
+		found := -1
+		for o := s.good + 1; o+hdrLen <= len(b); o++ {
+			if r, _, err := decodeRecord(b[o:]); err == nil && r.Seq >= last+2 && r.Seq-last-1 <= maxHoles {
+				found = o
+				break
+			}
+		}
+		if found < 0 {
+			break
+		}
+		rest := scanRecords(b[found:])
+		s.holes += int(rest.recs[0].Seq - last - 1)
+		s.holeBytes += found - s.good
+		s.recs = append(s.recs, rest.recs...)
+		s.good = found + rest.good
+		s.tail, s.later = rest.tail, rest.later
 	}
 	return s
 }

@@ -18,6 +18,10 @@ type Restored struct {
 	Records    int   // records replayed (snapshot and journals)
 	Namespaces int   // namespaces restored, the default one included
 	TornBytes  int64 // bytes cut from the last journal's torn tail
+	// Holes counts the records skipped between valid ones: changes being
+	// stored in parallel when the server died, never acknowledged
+	// (scanJournal).
+	Holes int
 	// Failed counts records whose replay failed (each is logged): zero
 	// unless the handlers changed between runs, or the state was edited.
 	Failed int
@@ -195,12 +199,16 @@ func (j *Journal) restore() (*Restored, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc := scanRecords(data)
+		sc := scanJournal(data)
 		if len(sc.recs) == 0 || sc.recs[0].Kind != kindJournal || sc.recs[0].Seq != lastSeq {
 			return nil, fmt.Errorf("state: %s has no valid header", journalName(n))
 		}
 		if num, ok := u64(sc.recs[0].Payload); !ok || num != n {
 			return nil, fmt.Errorf("state: %s has the header of another file", journalName(n))
+		}
+		if sc.holes > 0 {
+			rs.Holes += sc.holes
+			j.opt.Logf("journal: skipped %d record(s) (%d bytes) in %s that were being stored when the server died (never acknowledged)", sc.holes, sc.holeBytes, journalName(n))
 		}
 		if sc.tail {
 			if !last {
