@@ -361,7 +361,7 @@ func (c *Config) checkNh6(env Env, dev Device, haveDev bool) (Device, *rtnl.Erro
 	unreach := rtnl.Errno(syscall.EHOSTUNREACH)
 	k := flow.Key{Dst: c.Gateway, OIF: c.Oif}
 	good := func(res Result, errno syscall.Errno) bool {
-		if errno != 0 || isReject6(res.Entry.Type) || res.NH < 0 {
+		if errno != 0 || resReject6(env, res) || res.NH < 0 {
 			return false
 		}
 		nh := res.Nexthop()
@@ -377,7 +377,7 @@ func (c *Config) checkNh6(env Env, dev Device, haveDev bool) (Device, *rtnl.Erro
 	if !ok {
 		var errno syscall.Errno
 		res, errno = env.FIB.Lookup(k)
-		if errno != 0 || isReject6(res.Entry.Type) || res.NH < 0 || res.Nexthop().Gateway.IsValid() {
+		if errno != 0 || resReject6(env, res) || res.NH < 0 || res.Nexthop().Gateway.IsValid() {
 			return dev, unreach
 		}
 		res.SelectPath(&k)
@@ -403,13 +403,24 @@ func (c *Config) checkNh6(env Env, dev Device, haveDev bool) (Device, *rtnl.Erro
 // prefix has routes through several devices).
 func (c *Config) checkNhOnlink6(env Env, dev Device) *rtnl.Error {
 	res, errno := env.FIB.lookupTable(rtnl.RT_TABLE_MAIN, &flow.Key{Dst: c.Gateway})
-	if errno != 0 || isReject6(res.Entry.Type) || res.Dst.Bits() == 0 && res.Dst.Addr().IsUnspecified() {
+	if errno != 0 || resReject6(env, res) || res.Dst.Bits() == 0 && res.Dst.Addr().IsUnspecified() {
 		return nil
 	}
 	if res.Entry.Type != rtnl.RTN_UNICAST || res.Nexthop().Dev != dev.Index {
 		return einval("Nexthop has invalid gateway or device mismatch")
 	}
 	return nil
+}
+
+// resReject6 is a lookup result's fib6_flags & RTF_REJECT, which the
+// gateway checks test: a reject type, or a route ip6_route_info_create()
+// promoted to reject (isRejectOrLo6: `ip -6 route add ::/0 dev lo` makes a
+// gateway behind it unreachable, EHOSTUNREACH, on Linux 6.18).
+func resReject6(env Env, res Result) bool {
+	if isReject6(res.Entry.Type) {
+		return true
+	}
+	return res.NH >= 0 && isRejectOrLo6(env, res.Entry.Type, res.Dst, res.Nexthop().Dev)
 }
 
 // isRejectOrLo6 is fib6_is_reject() on the resolved nexthop: a reject

@@ -97,3 +97,45 @@ func TestIPv6AnycastRouteIsLinkdown(t *testing.T) {
 		t.Errorf("anycast route after carrier loss: changed %v, flags %#x; kernel flags it linkdown", changed, r.Nexthops[0].Flags)
 	}
 }
+
+// TestIPv6GatewayBehindPromotedLoRouteIsUnreachable: ip6_route_check_nh()
+// refuses a gateway whose route has RTF_REJECT in fib6_flags, and a
+// unicast route through lo has it (promoted by ip6_route_info_create()),
+// so after `ip -6 route add ::/0 dev lo` a gateway only that route covers
+// is EHOSTUNREACH "No route to host", with or without `dev lo`, before
+// the egress device is checked (Linux 6.18; found by TestDiffRand). The
+// same gateway behind a route through v0 is accepted.
+func TestIPv6GatewayBehindPromotedLoRouteIsUnreachable(t *testing.T) {
+	const ce = rtnl.NLM_F_CREATE | rtnl.NLM_F_EXCL
+	route := func(dst string, plen uint8, gw string, oif uint32) *rtnl.RouteMsg {
+		return req(t, rtnl.RouteMsg{Family: rtnl.AF_INET6, DstLen: plen, Table: 254, Protocol: 3, Type: rtnl.RTN_UNICAST}, func(m *rtnl.RouteMsg) {
+			m.Dst = cip(dst)
+			m.Set(rtnl.RTA_DST)
+			if gw != "" {
+				m.Gateway = cip(gw)
+				m.Set(rtnl.RTA_GATEWAY)
+			}
+			if oif != 0 {
+				m.OIF = oif
+				m.Set(rtnl.RTA_OIF)
+			}
+		})
+	}
+	_, f6 := rs4(t)
+	env := Env{Devs: rs4Devs(), FIB: f6}
+	if _, err := add(env, route("::", 0, "", 1), ce); err != nil {
+		t.Fatalf("::/0 dev lo: %v", err)
+	}
+	for _, oif := range []uint32{0, 1} {
+		_, err := add(env, route("2001:db8:70::", 48, "2001:db8:77::1", oif), ce)
+		if d := cmp.Diff(cOutcome{Errno: 113}, result(err)); d != "" {
+			t.Errorf("gateway behind ::/0 dev lo, oif %d (-kernel +nlemu):\n%s", oif, d)
+		}
+	}
+	if _, err := add(env, route("2001:db8:77::", 48, "", 3), ce); err != nil {
+		t.Fatalf("2001:db8:77::/48 dev v0: %v", err)
+	}
+	if _, err := add(env, route("2001:db8:70::", 48, "2001:db8:77::1", 0), ce); err != nil {
+		t.Errorf("gateway behind a route through v0: %v, kernel accepts it", err)
+	}
+}

@@ -396,9 +396,11 @@ func (ns *Namespace) addrconfPrefixRoute(a netdev.Addr, l netdev.Link) {
 		metric = ip6RtPrioAddrconf
 	}
 	r := route6(rtnl.RT_TABLE_MAIN, rtnl.RTN_UNICAST, netip.PrefixFrom(a.Local, int(a.PrefixLen)), metric, l, false)
-	if a.Valid != netdev.InfinityLife {
+	if a.Valid != netdev.InfinityLife && !(l.Flags&netdev.IFF_LOOPBACK != 0 && !a.Local.IsLoopback()) {
 		// inet6_addr_add(): a finite valid lifetime expires the route
-		// with the address (RTF_EXPIRES; stored as a deadline).
+		// with the address (RTF_EXPIRES; stored as a deadline). Not on
+		// lo: ip6_route_info_create() promotes a route through lo to
+		// reject (fib6_is_reject()), which drops RTF_EXPIRES.
 		r.Expires = routeClock() + a.Valid*100
 	}
 	ch, err := ns.v6.Insert(r, rtnl.NLM_F_CREATE)
