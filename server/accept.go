@@ -232,6 +232,7 @@ func (a *acceptor) tryHello(w *waiter) {
 	hello := a.buf[:min(n, len(a.buf))]
 	if w.refusal != "" {
 		sendNow(w.fd, helloNack(hello, syscall.EAGAIN, w.refusal))
+		drainForClose(w.fd)
 		a.drop(w)
 		return
 	}
@@ -358,7 +359,25 @@ func (h *handshake) mayWait(hello []byte) bool {
 // fail refuses the HELLO with errno and msg and closes the connection.
 func (h *handshake) fail(hello []byte, errno syscall.Errno, msg string) {
 	sendNow(h.fd, helloNack(hello, errno, msg))
+	drainForClose(h.fd)
 	h.close()
+}
+
+// drainForClose readies a refused connection for its close: no more
+// datagrams from the client (shutdown SHUT_RD: unix_shutdown() sets the
+// peer's SEND_SHUTDOWN, its sends fail with EPIPE), and those it sent
+// after its HELLO (the supervisor sends its GROUPFRAMES option right
+// behind it) read and dropped. Closing a Unix socket with unread data
+// resets the peer (unix_release_sock() sets ECONNRESET), whose receive
+// then fails with that instead of returning the refusal queued for it.
+func drainForClose(fd int) {
+	unix.Shutdown(fd, unix.SHUT_RD)
+	var b [256]byte
+	for range 64 {
+		if n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_DONTWAIT|unix.MSG_TRUNC); err != nil || n == 0 {
+			return
+		}
+	}
 }
 
 func (h *handshake) close() {
@@ -416,7 +435,32 @@ func (h *handshake) run(hello []byte, truncated bool) {
 		h.close()
 		return
 	}
-	s.serveConn(c, t, h.key) // unix.go
+	s.serveConn(c, t, h.key, h.optionsQueued) // unix.go
+}
+
+// optionsQueued answers, before the connection reaches an event loop, the
+// socket options the client sent right behind its HELLO (the supervisor
+// sends NLEMU_GROUPFRAMES without waiting for the HELLO's answer,
+// supervise/sock.go): setting an option waits for nothing, and answered
+// here it costs no wake-up of a loop thread while the client finishes its
+// socket(). Anything else stays in the socket for the loop, in order.
+// answer is the loop's (lc.answer); false when the connection is gone.
+func (h *handshake) optionsQueued(answer func([]byte) bool) bool {
+	for range 4 {
+		var head [rtnl.NLMSG_HDRLEN]byte
+		n, _, err := unix.Recvfrom(h.fd, head[:], unix.MSG_DONTWAIT|unix.MSG_PEEK|unix.MSG_TRUNC)
+		if err != nil || n < rtnl.NLMSG_HDRLEN || n > 64 || int(ne.Uint32(head[:])) != n || ne.Uint16(head[4:]) != rtnl.NLEMU_SETSOCKOPT {
+			return true // nothing, or not one option alone: the loop's
+		}
+		b := make([]byte, n)
+		if m, _, err := unix.Recvfrom(h.fd, b, unix.MSG_DONTWAIT); err != nil || m != n {
+			return err == unix.EAGAIN
+		}
+		if !answer(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // newFdConn makes connection fd (blocking, out of the netpoller) an fdConn:

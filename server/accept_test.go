@@ -258,3 +258,79 @@ func TestHelloTooLongRefused(t *testing.T) {
 		t.Errorf("answer (-want +got):\n%s", diff)
 	}
 }
+
+// groupFramesOpt is the option the supervisor sends right behind its
+// HELLO, with ack asked for when ack.
+func groupFramesOpt(ack bool, seq uint32) []byte {
+	var p [12]byte
+	ne.PutUint32(p[0:], rtnl.SOL_NETLINK)
+	ne.PutUint32(p[4:], rtnl.NLEMU_GROUPFRAMES)
+	ne.PutUint32(p[8:], 1)
+	var flags uint16
+	if ack {
+		flags = rtnl.NLM_F_ACK
+	}
+	return rtnl.AppendMessage(nil, rtnl.NLEMU_SETSOCKOPT, flags, seq, 0, p[:])
+}
+
+// TestOptionsBehindHelloAnsweredInOrder: a socket option and a request
+// sent right behind the HELLO, before its answer is read, are answered in
+// order after it (the option by the acceptor when it is already queued,
+// else by the loop).
+func TestOptionsBehindHelloAnsweredInOrder(t *testing.T) {
+	_, l := acceptListen(t, Config{})
+	for i := range 20 {
+		uc := rawConn(t, l.Path())
+		noop := rtnl.AppendMessage(nil, rtnl.NLMSG_NOOP, rtnl.NLM_F_REQUEST|rtnl.NLM_F_ACK, 7, 0)
+		for _, b := range [][]byte{helloMsg("default", 0), groupFramesOpt(true, 5), noop} {
+			if _, err := uc.Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for range 3 {
+			msgs, err := readMsgs(uc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				if uint16(m.Header.Type) == rtnl.NLEMU_ACK {
+					got = append(got, "ACK")
+					continue
+				}
+				got = append(got, msgTypes([]rtnl.Message{m})...)
+			}
+		}
+		if diff := cmp.Diff([]string{"HELLO", "ACK", "ERROR " + syscall.Errno(0).Error()}, got); diff != "" {
+			t.Fatalf("connection %d: answers (-want +got):\n%s", i, diff)
+		}
+		uc.Close()
+	}
+}
+
+// TestRefusalWithDatagramBehindHelloNotReset: a HELLO refused while the
+// client's next datagram waits behind it (the supervisor's GROUPFRAMES)
+// reaches the client as the refusal, not as ECONNRESET: the server reads
+// what is queued before it closes (unix_release_sock() resets a peer
+// whose data was left unread).
+func TestRefusalWithDatagramBehindHelloNotReset(t *testing.T) {
+	_, l := acceptListen(t, Config{})
+	for i := range 20 {
+		uc := rawConn(t, l.Path())
+		if _, err := uc.Write(helloMsg("no-such-namespace", 0)); err != nil {
+			t.Fatal(err)
+		}
+		// EPIPE when the refusal came first (shutdown SHUT_RD).
+		if _, err := uc.Write(groupFramesOpt(false, 0)); err != nil && !errors.Is(err, syscall.EPIPE) {
+			t.Fatal(err)
+		}
+		msgs, err := readMsgs(uc)
+		if err != nil {
+			t.Fatalf("connection %d: %v, want the refusal", i, err)
+		}
+		if diff := cmp.Diff([]string{"ERROR " + syscall.ENOENT.Error()}, msgTypes(msgs)); diff != "" {
+			t.Fatalf("connection %d: answer (-want +got):\n%s", i, diff)
+		}
+		uc.Close()
+	}
+}

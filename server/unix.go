@@ -51,8 +51,10 @@ func (l *Listener) Close() error {
 // serveConn serves connection t after its HELLO was answered: an event
 // loop (loop.go) reads and answers its requests in order, and its writer
 // drains into the socket what its receive queue gets without a request.
-// key is its identity in the limits' table (leaveConn).
-func (s *Server) serveConn(c *conn, t *fdConn, key *net.UnixConn) {
+// key is its identity in the limits' table (leaveConn); first (if not nil)
+// answers what it chooses of the requests already queued, with the
+// connection in no loop yet (false: the connection is gone).
+func (s *Server) serveConn(c *conn, t *fdConn, key *net.UnixConn, first func(answer func([]byte) bool) bool) {
 	// Server.Close hangs up on the client, ending the connection's reads.
 	c.onClose(t.hangup)
 	w := &unixWriter{c: c, t: t}
@@ -65,6 +67,10 @@ func (s *Server) serveConn(c *conn, t *fdConn, key *net.UnixConn) {
 		for c.q.wait() && w.drain() {
 		}
 	}()
+	if first != nil && !first(lc.answer) {
+		lc.finish()
+		return
+	}
 	lc.resume()
 }
 

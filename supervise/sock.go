@@ -134,6 +134,11 @@ func hello(fd int, path, ns string, pid, opts uint32, meanwhile func()) (int, ui
 	if err := unix.Sendmsg(fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p), nil, nil, unix.MSG_NOSIGNAL); err != nil {
 		return fail(err, false)
 	}
+	// Notifications framed with their group, asked for at once: the
+	// server reads it after the HELLO (the acceptor answers it before the
+	// connection reaches a loop, server/accept.go), and a refusal drains
+	// it before closing. A failure here is the HELLO's to report.
+	sendCtl(fd, rtnl.NLEMU_SETSOCKOPT, 0, 0, rtnl.SOL_NETLINK, rtnl.NLEMU_GROUPFRAMES, 1)
 	meanwhile()
 	if err := waitReadable(fd, 10*time.Second); err != nil {
 		return fail(fmt.Errorf("no HELLO from the server at %s: %w", path, err), false)
@@ -156,11 +161,7 @@ func hello(fd int, path, ns string, pid, opts uint32, meanwhile func()) (int, ui
 		if len(m.Data) < 8 {
 			return fail(errors.New("bad HELLO reply"), true)
 		}
-		portid := ne.Uint32(m.Data[4:])
-		if err := sendCtl(fd, rtnl.NLEMU_SETSOCKOPT, 0, 0, rtnl.SOL_NETLINK, rtnl.NLEMU_GROUPFRAMES, 1); err != nil {
-			return fail(err, true)
-		}
-		return fd, portid, nil, true
+		return fd, ne.Uint32(m.Data[4:]), nil, true
 	case rtnl.NLMSG_ERROR:
 		if len(m.Data) >= 4 {
 			if e := -int32(ne.Uint32(m.Data)); e > 0 && e < 4096 {
