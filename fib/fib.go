@@ -45,6 +45,9 @@ type Tables struct {
 	// guarded by mu.
 	pool map[string]*attrs
 	key  []byte // intern's key buffer; guarded by mu
+	// memo is getLeaf's last read, for the setLeaf that follows; guarded
+	// by mu.
+	memo leafMemo
 	// routes counts stored entries (a sibling set counts once).
 	routes    atomic.Int64
 	merged    atomic.Bool
@@ -243,21 +246,37 @@ func (t *Tables) publish(id uint32, root *store) {
 }
 
 // getLeaf returns the entries stored at p in table id's storage (in
-// merged main/local: both tables' entries).
+// merged main/local: both tables' entries). It remembers what it read, so
+// that the setLeaf of the same prefix that follows in every insert and
+// delete does not look it up again.
 func (t *Tables) getLeaf(id uint32, p netip.Prefix) leaf {
 	r := t.root(id)
 	if r == nil {
 		return leaf{}
 	}
 	l, _ := r.Get(p)
+	t.memo = leafMemo{root: r, p: p, l: l}
 	return l
+}
+
+// leafMemo is getLeaf's last read: the entries l at p in root.
+type leafMemo struct {
+	root *store
+	p    netip.Prefix
+	l    leaf
 }
 
 // setLeaf replaces the entries at p (none: the prefix is removed) with a
 // persistent update: only the path to p is copied.
 func (t *Tables) setLeaf(id uint32, p netip.Prefix, s []*attrs) {
 	root := t.root(id)
-	old, _ := root.Get(p)
+	var old leaf
+	if m := &t.memo; m.root == root && root != nil && m.p == p {
+		old = m.l // root unchanged since getLeaf read p
+	} else {
+		old, _ = root.Get(p)
+	}
+	t.memo = leafMemo{}
 	t.publish(id, root.with(p, old, leafOf(s)))
 }
 

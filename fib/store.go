@@ -35,6 +35,10 @@ type store struct {
 	// none. npend counts its nodes, tombs its tombstones.
 	pend         *pnode
 	npend, tombs int
+	// pmask has bit pbit(p) set for each prefix p in pend: Get skips the
+	// walk of the list for a prefix whose bit is clear (most inserts of a
+	// new prefix).
+	pmask uint64
 	// size is the number of prefixes, big and pend together.
 	size int
 	// ix is the read index (index.go, h-lk): the one structure a lookup
@@ -87,6 +91,15 @@ func (s *store) Size() int {
 	return s.size
 }
 
+// pbit is p's bit in store.pmask (p masked): a multiplicative hash of its
+// address words and length, so that consecutive prefixes spread.
+func pbit(p netip.Prefix) uint64 {
+	hi, lo := addrWords(p.Addr())
+	h := (hi*0x9e3779b97f4a7c15 ^ lo) * 0x9e3779b97f4a7c15
+	h ^= uint64(p.Bits()) * 0xc2b2ae3d27d4eb4f
+	return 1 << (h >> 58)
+}
+
 // Get returns the entries of exactly p.
 func (s *store) Get(p netip.Prefix) (leaf, bool) {
 	if s == nil || s.big == nil {
@@ -94,6 +107,9 @@ func (s *store) Get(p netip.Prefix) (leaf, bool) {
 	}
 	if s.pend != nil {
 		p = p.Masked()
+		if s.pmask&pbit(p) == 0 {
+			return s.big.Get(p)
+		}
 		for n := s.pend; n != nil; n = n.next {
 			if n.p == p {
 				return n.l, n.l.head != nil
@@ -360,6 +376,7 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 		n.size--
 	}
 	n.pend = &pnode{p: p, l: l, next: n.pend}
+	n.pmask |= pbit(p)
 	n.npend++
 	if l.head == nil {
 		n.tombs++
@@ -388,7 +405,7 @@ next:
 	// BatchPersist applies the ops in order and each prefix is in ops
 	// once, so the order among them does not matter.
 	n.big = n.big.BatchPersist(ops)
-	n.pend, n.npend, n.tombs = nil, 0, 0
+	n.pend, n.npend, n.tombs, n.pmask = nil, 0, 0, 0
 }
 
 // storeOf returns a store holding the prefixes of bt (built privately).
