@@ -378,6 +378,13 @@ func (ns *Namespace) newAddr6(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
 	if valid == 0 || preferred > valid {
 		return rtnl.Errorf(syscall.EINVAL, "ipv6: address lifetime invalid")
 	}
+	// inet6_addr_add() -> addrconf_add_dev(): the device's ff00::/8
+	// multicast route comes first, and stays when the address checks
+	// below fail (addrconf_add_mroute(); ip6_route_add() refuses a device
+	// that is down, silently). A device up without carrier has it linkdown.
+	if l.Flags&netdev.IFF_LOOPBACK == 0 && l.Flags&netdev.IFF_UP != 0 {
+		ns.addMulticastRoute6(l)
+	}
 	// ipv6_add_addr()'s address checks.
 	switch {
 	case pfx.IsUnspecified():
@@ -657,14 +664,18 @@ func (ns *Namespace) inetUp(l netdev.Link) {
 	if l.Flags&netdev.IFF_LOOPBACK == 0 {
 		return
 	}
-	if len(ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, l.Index)) > 0 {
-		return
-	}
+	// Every NETDEV_UP inserts it again: inet_insert_ifa() refuses it
+	// silently when 127.0.0.1/8 is still there (EEXIST) or a same-subnet
+	// address has another scope (EINVAL), and adds it, as a secondary
+	// beside another 127/8 address, after `ip addr flush dev lo`.
 	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	a := netdev.Addr{Family: rtnl.AF_INET, Index: l.Index, Local: lo, Address: lo, PrefixLen: 8,
 		Scope: rtnl.RT_SCOPE_HOST, Label: l.Name}
 	setLifetime(&a, netdev.InfinityLife, netdev.InfinityLife)
-	stored, _ := ns.addr.store.Insert4(a)
+	stored, res := ns.addr.store.Insert4(a)
+	if res != netdev.Inserted {
+		return
+	}
 	// inet_insert_ifa() announces it; its NETDEV_UP on the inetaddr chain
 	// adds the local route, the rest comes from fib_netdev_event() below.
 	ns.notifyAddr(rtnl.RTM_NEWADDR, stored, nil)

@@ -1,6 +1,7 @@
 package nsmgr
 
 import (
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,5 +48,70 @@ func TestIPv6PermanentAddrPrefixRouteAtUpWithoutCarrier(t *testing.T) {
 	}
 	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
 		t.Errorf("lo up, v0 up without carrier (-kernel +nlemu):\n%s", d)
+	}
+}
+
+// TestLoUpInsertsLoopbackAgainAfterDelete: inetdev_event(NETDEV_UP) runs
+// inet_insert_ifa(127.0.0.1/8) on every up of lo, so 127.0.0.1 deleted
+// while lo keeps another address comes back at the next up, and is
+// refused silently when it is still there (Linux 6.18, ipcases
+// addr_lo_up_inserts_loopback; found by TestDiffRand).
+func TestLoUpInsertsLoopbackAgainAfterDelete(t *testing.T) {
+	ns := startupNS(t)
+	mon := &recorder{}
+	ns.SetGroups(mon, 1<<(rtnl.RTNLGRP_IPV4_IFADDR-1))
+	link := func(up byte) {
+		b := make([]byte, rtnl.IfInfoLen)
+		b[4], b[8], b[12] = 1, up, 1
+		if err := doReq(t, ns, rtnl.RTM_NEWLINK, 0, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(1)
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, addrReq(rtnl.AF_INET, "10.1.3.1/24", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := doReq(t, ns, rtnl.RTM_DELADDR, 0, addrReq(rtnl.AF_INET, "127.0.0.1/8", 1)); err != nil {
+		t.Fatal(err)
+	}
+	mon.got = nil
+	link(0)
+	link(1)
+	link(0)
+	link(1)
+	want := []string{"addr 127.0.0.1/8 dev 1 flags 0x80"}
+	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
+		t.Errorf("two ups of lo after 127.0.0.1 was deleted (-kernel +nlemu):\n%s", d)
+	}
+}
+
+// TestIPv6AddrAddAddsMulticastRouteFirst: inet6_addr_add() calls
+// addrconf_add_dev(), which adds the device's ff00::/8 multicast route
+// before ipv6_add_addr() checks the address, so a refused address leaves
+// the route, and a device up without carrier gets it linkdown (Linux 6.18,
+// ipcases route_addr_multicast_route_on_add; found by TestDiffRand).
+func TestIPv6AddrAddAddsMulticastRouteFirst(t *testing.T) {
+	ns := startupNS(t)
+	mon := &recorder{}
+	ns.SetGroups(mon, 1<<(rtnl.RTNLGRP_IPV6_ROUTE-1))
+	ifi := make([]byte, rtnl.IfInfoLen)
+	veth := append(append([]byte(nil), ifi...), nla(rtnl.IFLA_IFNAME, cstr("v0"))...)
+	veth = append(veth, nla(rtnl.IFLA_LINKINFO, nla(1, cstr("veth")), nla(2, nla(1, ifi, nla(rtnl.IFLA_IFNAME, cstr("v1")))))...)
+	doReq(t, ns, rtnl.RTM_NEWLINK, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, veth)
+	// The multicast address is refused on v1 while it is down: no route.
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, addrReq(rtnl.AF_INET6, "ff02::5/64", 2)); err == nil {
+		t.Fatal("ff02::5 accepted")
+	}
+	up := make([]byte, rtnl.IfInfoLen)
+	up[4], up[8], up[12] = 3, 1, 1 // v0 up, its peer down: no carrier
+	doReq(t, ns, rtnl.RTM_NEWLINK, 0, up)
+	mon.got = nil
+	err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, addrReq(rtnl.AF_INET6, "ff02::5/64", 3))
+	if err == nil || err.Errno != syscall.EADDRNOTAVAIL {
+		t.Fatalf("ff02::5 on v0: %v, kernel EADDRNOTAVAIL", err)
+	}
+	want := []string{"route table 255 type 5 ff00::/8 dev 3"}
+	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
+		t.Errorf("refused address on v0 up without carrier (-kernel +nlemu):\n%s", d)
 	}
 }
