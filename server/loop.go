@@ -44,6 +44,10 @@ type evloop struct {
 	free  []int32
 	// conns counts the registered connections (least-loaded placement).
 	conns atomic.Int64
+	// cpu is the CPU the loop's thread is pinned to, -1 when unpinned
+	// (loopsched.go); sched the mode asked for.
+	cpu   int
+	sched LoopSched
 }
 
 // loopSlot is a registration: the connection and a generation, so that an
@@ -68,6 +72,11 @@ type loopConn struct {
 	onLoop *evloop
 	slot   int32
 	gen    uint32
+	// pid is the client's process (SO_PEERCRED, 0 when unknown), served
+	// the requests a pinned loop answered since it last looked at the
+	// client's CPU (rehome).
+	pid    int32
+	served uint32
 }
 
 // loopCount is the number of event loops: NLEMU_LOOPS when set (1 to 64),
@@ -89,12 +98,17 @@ var (
 	loopsOnce sync.Once
 	loops     []*evloop
 	loopsErr  error
+	// loopOfCPU is the loop pinned to each CPU (nil when unpinned).
+	loopOfCPU map[int]*evloop
 	// loopReads counts the datagrams read by every loop (for tests and
 	// for busy mode's "served alone" test, fdconn.go).
 	loopReads atomic.Uint64
 	// loopHandOffs counts the requests answered on a goroutine of their
 	// own because they may wait (for tests).
 	loopHandOffs atomic.Uint64
+	// loopRehomes counts the connections moved to the loop of their
+	// client's CPU (rehome).
+	loopRehomes atomic.Uint64
 )
 
 // startLoops starts the process's event loops on first use; they live as
@@ -103,27 +117,64 @@ var (
 func startLoops() ([]*evloop, error) {
 	loopsOnce.Do(func() {
 		n := loopCount()
-		for range n {
+		sched := resolveLoopSched(wantedLoopSched())
+		var cpus []int
+		if sched != LoopSchedOff {
+			cpus = loopCPUs()
+			if len(cpus) == 0 {
+				sched = LoopSchedOff
+			} else if os.Getenv("NLEMU_LOOPS") == "" {
+				// One loop per CPU: each client's CPU has its loop.
+				n = len(cpus)
+			}
+		}
+		for i := range n {
 			fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 			if err != nil {
 				loopsErr = err
 				return
 			}
-			l := &evloop{epfd: fd}
+			l := &evloop{epfd: fd, cpu: -1, sched: sched}
+			if cpus != nil {
+				l.cpu = cpus[i%len(cpus)]
+				if loopOfCPU == nil {
+					loopOfCPU = map[int]*evloop{}
+				}
+				if loopOfCPU[l.cpu] == nil {
+					loopOfCPU[l.cpu] = l
+				}
+			}
 			loops = append(loops, l)
 		}
+		started := make(chan LoopSched, n)
 		for _, l := range loops {
-			go l.run()
+			go l.run(started)
 		}
+		// What the loops got (a priority the process may not take falls
+		// back): the weakest of them.
+		got := sched
+		for range n {
+			if g := <-started; schedRank(g) < schedRank(got) {
+				got = g
+			}
+		}
+		loopSchedGot.Store(got)
 	})
 	return loops, loopsErr
 }
 
-// pickLoop is the least-loaded loop.
-func pickLoop() (*evloop, error) {
+// pickLoop is the loop pinned to the CPU client pid runs on, when
+// the loops are pinned and it is known (loopsched.go), else the
+// least-loaded loop.
+func pickLoop(pid int32) (*evloop, error) {
 	ls, err := startLoops()
 	if err != nil {
 		return nil, err
+	}
+	if loopOfCPU != nil {
+		if l := loopOfCPU[clientCPU(pid)]; l != nil {
+			return l, nil
+		}
 	}
 	best := ls[0]
 	for _, l := range ls[1:] {
@@ -204,10 +255,11 @@ const loopEvents = 256
 // run is the loop: wait for ready connections, and read and answer one
 // datagram of each in turn (one per connection per round, so that a client
 // that pipelines cannot starve the others).
-func (l *evloop) run() {
+func (l *evloop) run(started chan<- LoopSched) {
 	// The loop keeps one OS thread, so that the client's send wakes a
 	// thread that is already the one to run (no goroutine hand-off).
 	runtime.LockOSThread()
+	started <- setThreadSched(l.sched, l.cpu)
 	buf := make([]byte, maxDatagram)
 	events := make([]unix.EpollEvent, loopEvents)
 	for {
@@ -269,6 +321,35 @@ func (l *evloop) serveOne(lc *loopConn, buf []byte) {
 	if lc.t.alone && lc.t.tryBusy() {
 		l.remove(lc)
 		go lc.runBusy()
+		return
+	}
+	if l.cpu >= 0 {
+		l.rehome(lc)
+	}
+}
+
+// rehomeEvery is how many requests a pinned loop answers for a connection
+// between two looks at its client's CPU.
+const rehomeEvery = 64
+
+// rehome moves lc to the loop pinned to the CPU its client now runs on,
+// every rehomeEvery requests, when the scheduler moved the client
+// (load balancing): a client served from the other CPU blocks in its
+// receive again. Between two requests, on the loop thread: the next
+// request is read by the new loop only, so order is kept.
+func (l *evloop) rehome(lc *loopConn) {
+	lc.served++
+	if lc.served%rehomeEvery != 0 {
+		return
+	}
+	to := loopOfCPU[clientCPU(lc.pid)]
+	if to == nil || to == l {
+		return
+	}
+	loopRehomes.Add(1)
+	l.remove(lc)
+	if to.add(lc) != nil {
+		go lc.finish()
 	}
 }
 
@@ -328,7 +409,10 @@ func (lc *loopConn) handOff(b []byte) {
 
 // resume registers lc with a loop again (after a hand-off or busy mode).
 func (lc *loopConn) resume() {
-	l, err := pickLoop()
+	if lc.pid == 0 {
+		lc.pid = peerPID(lc.t.fd)
+	}
+	l, err := pickLoop(lc.pid)
 	if err == nil {
 		err = l.add(lc)
 	}

@@ -38,9 +38,11 @@ func runLoad(args []string) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	floorPairs := fs.Int("floor-pairs", 16, "ip driver: process pairs of the SEQPACKET round-trip floor measured first (0: skip)")
 	state := loadStateFlags(fs) // --state and --fsync (state.go)
+	loopSched := loopSchedFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	loopSched()
 	// loadgen treats 0 as "the default"; on the command line a count the
 	// user typed must mean what it says, so refuse the meaningless ones
 	// instead of silently running the full 4,096 x 1,024 load.

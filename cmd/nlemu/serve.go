@@ -31,9 +31,11 @@ func runServe(args []string) int {
 	})
 	limits := limitFlags(fs) // --max-* and --rmem-* (limits.go)
 	state := stateFlags(fs)  // --state and --fsync (state.go)
+	loopSched := loopSchedFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	loopSched()
 	lim, err := limits()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nlemu serve: %v\n", err)
