@@ -19,7 +19,7 @@ package integration
 // The default run (CI) is a few fixed seeds; a longer hunt:
 //
 //	go test ./integration -run TestDiffRand -diffrand 200 -diffrand.len 60 -v
-//	go test ./integration -run TestDiffRand -diffrand 1 -diffrand.seed 1234   # one sequence again
+//	go test ./integration -run TestDiffRand -diffrand.only 1234,1250   # these sequences again
 //
 // Normalizations (drNormalize), each for something that legitimately
 // differs between two runs of the same commands, even on two kernels:
@@ -40,6 +40,7 @@ import (
 	"flag"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,7 @@ var (
 	diffRandN    = flag.Int("diffrand", 0, "TestDiffRand: number of random sequences (0: the fixed-seed default run)")
 	diffRandSeed = flag.Uint64("diffrand.seed", 0, "TestDiffRand: seed of the first sequence (0: 1)")
 	diffRandLen  = flag.Int("diffrand.len", 0, "TestDiffRand: commands per sequence (0: 30)")
+	diffRandOnly = flag.String("diffrand.only", "", "TestDiffRand: comma-separated seeds to run (instead of -diffrand and -diffrand.seed)")
 )
 
 // drDefaultSeeds are the sequences CI runs (a few seconds each).
@@ -134,9 +136,22 @@ func TestDiffRand(t *testing.T) {
 	if length <= 0 {
 		length = 30
 	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = seed + uint64(i)
+	}
+	if *diffRandOnly != "" {
+		seeds = seeds[:0]
+		for _, f := range strings.Split(*diffRandOnly, ",") {
+			v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("-diffrand.only: %v", err)
+			}
+			seeds = append(seeds, v)
+		}
+	}
 	var summary []string
-	for i := range n {
-		s := seed + uint64(i)
+	for _, s := range seeds {
 		t.Run(fmt.Sprintf("seed%d", s), func(t *testing.T) {
 			if d := drRunSeq(t, env, s, length); d != "" {
 				summary = append(summary, fmt.Sprintf("seed %d: %s", s, d))
@@ -144,7 +159,7 @@ func TestDiffRand(t *testing.T) {
 		})
 	}
 	if len(summary) > 0 {
-		t.Logf("%d of %d sequences differ:\n  %s", len(summary), n, strings.Join(summary, "\n  "))
+		t.Logf("%d of %d sequences differ:\n  %s", len(summary), len(seeds), strings.Join(summary, "\n  "))
 	}
 }
 
