@@ -13,7 +13,16 @@
 # It runs the one-CPU SEQPACKET round-trip floor first (hack/floor.sh) and
 # gives each time per route as a ratio to it, with the server's CPU
 # (/proc/<pid>/stat) and system calls per route (perf stat -e
-# raw_syscalls:sys_enter around `nlemu serve`, when there is perf).
+# raw_syscalls:sys_enter around `nlemu serve`, when there is perf), and the
+# client's CPU per route (the user and system time of `ip -batch`: on the
+# kernel side that includes the kernel's own work, done in ip's sendmsg).
+#
+#   PROFILE=1 hack/routeload.sh [N]
+#
+# also records the server with perf record -g during each nlemu load and
+# prints where its CPU goes: the route handler (nsmgr's Namespace.Do), the
+# receive and the send of the transport, the Go runtime's collector and
+# sysmon; the recordings stay in PROFILE_DIR (default /tmp) for perf report.
 set -euo pipefail
 
 N=${1:-40000}
@@ -28,6 +37,12 @@ go build -o "$bin" ./cmd/nlemu
 floor=$(hack/floor.sh -n 100000 -p 1 | awk '/one CPU/ {print $5}')
 echo "floor (hack/floor.sh, one pair on one CPU): $floor us per round trip"
 perf=0
+profile=${PROFILE:-0}
+profdir=${PROFILE_DIR:-/tmp}
+if [ "$profile" = 1 ] && ! command -v perf >/dev/null 2>&1; then
+	echo "$0: PROFILE=1 needs perf" >&2
+	exit 2
+fi
 if command -v perf >/dev/null 2>&1 && perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then
 	perf=1
 	perf stat -x, -e raw_syscalls:sys_enter -I 200 -o "$work/server.perf" -- "$bin" serve --socket "$NLEMU_SOCKET" 2>"$work/serve.log" &
@@ -73,9 +88,34 @@ serversyscalls() {
 
 "$bin" netns add rl
 "$bin" exec -n rl -- ip -batch "$setup"
+# split prints the share of the server's samples in perf recording $1 under
+# each part of the request path (inclusive: a part's callees count in it).
+split() {
+	perf report -i "$1" --children --sort sym -g none 2>/dev/null | awk '
+		/^#/ || NF < 4 {next}
+		{pct = $1 + 0; sym = $NF}
+		sym ~ /nsmgr\.\(\*Namespace\)\.Do$/ {h += pct}
+		sym ~ /server\.\(\*fdConn\)\.recvBusy$/ {r += pct}
+		sym ~ /server\.\(\*loopConn\)\.readLoop$/ {r += pct}
+		sym ~ /server\.\(\*fdConn\)\.send$/ {w += pct}
+		sym ~ /runtime\.gcBgMarkWorker$/ {g += pct}
+		sym ~ /runtime\.sysmon$/ {m += pct}
+		END {printf "handler (nsmgr Do) %.0f%%, receive %.0f%%, send %.0f%%, GC workers %.0f%%, sysmon %.0f%%", h, r, w, g, m}'
+}
+declare -A ccpu prof
 for v in 4 6; do
 	s0=$(cputicks "$server"); t0=$(date +%s.%N)
+	if [ "$profile" = 1 ]; then
+		perf record -q -F 4000 -g -p "$server" -o "$profdir/routeload-v$v.perf" 2>/dev/null &
+		precord=$!
+		sleep 2 # perf record takes a while to attach on a busy machine
+	fi
 	result[nlemu$v]=$( { time "$bin" exec -n rl -- ip -batch "$work/v$v.txt" ; } 2>&1 )
+	if [ "$profile" = 1 ]; then
+		kill -INT "$precord"
+		wait "$precord" || true
+		prof[$v]=$(split "$profdir/routeload-v$v.perf")
+	fi
 	t1=$(date +%s.%N); s1=$(cputicks "$server")
 	scpu[$v]=$(echo "scale=2; ($s1 - $s0) * 1000000 / $hz / $N" | bc)
 	ssc[$v]=$(serversyscalls "$t0" "$t1")
@@ -103,6 +143,11 @@ for v in 4 6; do
 	k=${k%% *}
 	printf 'IPv%s nlemu: %s us per route = %sx floor; server %s us CPU and %s system calls per route' "$v" \
 		"$(echo "scale=2; $w * 1000000 / $N" | bc)" "$(echo "scale=2; $w * 1000000 / $N / $floor" | bc)" "${scpu[$v]}" "${ssc[$v]}"
-	[ -n "$k" ] && printf '; kernel %s us per route = %sx floor' "$(echo "scale=2; $k * 1000000 / $N" | bc)" "$(echo "scale=2; $k * 1000000 / $N / $floor" | bc)"
+	printf '; client (ip) %s us CPU per route' "$(echo "${result[nlemu$v]}" | awk -v n="$N" '{printf "%.2f", ($2 + $3) * 1000000 / n}')"
+	if [ -n "$k" ]; then
+		printf '; kernel %s us per route = %sx floor' "$(echo "scale=2; $k * 1000000 / $N" | bc)" "$(echo "scale=2; $k * 1000000 / $N / $floor" | bc)"
+		printf ', ip + kernel %s us CPU per route' "$(echo "${result[kernel$v]}" | awk -v n="$N" '{printf "%.2f", ($2 + $3) * 1000000 / n}')"
+	fi
 	echo
+	[ "$profile" = 1 ] && echo "IPv$v server CPU (perf record, $profdir/routeload-v$v.perf): ${prof[$v]}"
 done
