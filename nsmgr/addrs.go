@@ -501,12 +501,19 @@ func (ns *Namespace) deleteAddr6(a netdev.Addr, l netdev.Link) {
 		}
 		ns.delLocalRoute6(a)
 	}
-	if a.Flags&netdev.IFA_F_NOPREFIXROUTE != 0 {
+	// Only a permanent address with a prefix route cleans it up
+	// (ipv6_del_addr()): one with a finite lifetime leaves its route to
+	// expire (on lo, where the route has no expiry, it stays).
+	// check_cleanup_prefix_route(): another address of the device in the
+	// prefix keeps it; that one being permanent or noprefixroute is NOP,
+	// otherwise the kernel sets the route's expiry to its lifetime
+	// (CLEANUP_PREFIX_RT_EXPIRE), which nlemu leaves as it is.
+	if a.Flags&netdev.IFA_F_NOPREFIXROUTE != 0 || a.Flags&netdev.IFA_F_PERMANENT == 0 {
 		return
 	}
 	p := netip.PrefixFrom(a.Local, int(a.PrefixLen)).Masked()
 	for _, b := range ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET6, a.Index) {
-		if b.PrefixLen == a.PrefixLen && p.Contains(b.Local) && b.Flags&netdev.IFA_F_NOPREFIXROUTE == 0 {
+		if b.PrefixLen == a.PrefixLen && p.Contains(b.Local) {
 			return
 		}
 	}

@@ -1,10 +1,12 @@
 package nsmgr
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nlemu/nlemu/fib"
 	"github.com/nlemu/nlemu/rtnl"
 )
 
@@ -113,5 +115,58 @@ func TestIPv6AddrAddAddsMulticastRouteFirst(t *testing.T) {
 	want := []string{"route table 255 type 5 ff00::/8 dev 3"}
 	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
 		t.Errorf("refused address on v0 up without carrier (-kernel +nlemu):\n%s", d)
+	}
+}
+
+// TestIPv6DelAddrKeepsPrefixRouteUnlessPermanent: ipv6_del_addr() cleans
+// up the prefix route only of a permanent address, and
+// check_cleanup_prefix_route() keeps it for another address of the same
+// prefix and length even when that one is noprefixroute (Linux 6.18,
+// ipcases route_addr_prefix_route_cleanup_v6; found by TestDiffRand).
+func TestIPv6DelAddrKeepsPrefixRouteUnlessPermanent(t *testing.T) {
+	ns, mon := addrNS(t)
+	nodad := nla(rtnl.IFA_FLAGS, []byte{rtnl.IFA_F_NODAD, 0, 0, 0})
+	noprefix := nla(rtnl.IFA_FLAGS, []byte{rtnl.IFA_F_NODAD, 0x02, 0, 0}) // | IFA_F_NOPREFIXROUTE
+	life := nla(rtnl.IFA_CACHEINFO, []byte{100, 0, 0, 0, 0xf4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	ce := uint16(rtnl.NLM_F_CREATE | rtnl.NLM_F_EXCL)
+	for _, a := range []struct {
+		pfx   string
+		extra [][]byte
+	}{{"2001:db8::1/64", [][]byte{nodad}}, {"2001:db8::2/64", [][]byte{noprefix}}, {"2001:db8:5::1/64", [][]byte{nodad, life}}} {
+		if err := doReq(t, ns, rtnl.RTM_NEWADDR, ce, addrReq(rtnl.AF_INET6, a.pfx, 3, a.extra...)); err != nil {
+			t.Fatalf("addr add %s: %v", a.pfx, err)
+		}
+	}
+	mon.got = nil
+	for _, pfx := range []string{"2001:db8::1/64", "2001:db8:5::1/64"} {
+		if err := doReq(t, ns, rtnl.RTM_DELADDR, 0, addrReq(rtnl.AF_INET6, pfx, 3)); err != nil {
+			t.Fatalf("addr del %s: %v", pfx, err)
+		}
+	}
+	for _, l := range describe(t, mon.got) {
+		if strings.HasPrefix(l, "delroute table 254") {
+			t.Errorf("%s: the kernel keeps both prefix routes", l)
+		}
+	}
+}
+
+// TestSecondaryAddrRoutesNeedLocalPrefsrc: fib_magic()'s routes go through
+// fib_valid_prefsrc(), so with table local flushed a secondary address
+// (whose routes have its primary as prefsrc) gets none (Linux 6.18,
+// ipcases route_addr_secondary_needs_local_prefsrc; found by TestDiffRand).
+func TestSecondaryAddrRoutesNeedLocalPrefsrc(t *testing.T) {
+	ns, mon := addrNS(t)
+	ce := uint16(rtnl.NLM_F_CREATE | rtnl.NLM_F_EXCL)
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, ce, addrReq(rtnl.AF_INET, "10.1.2.1/24", 3)); err != nil {
+		t.Fatal(err)
+	}
+	ns.NotifyRouteEvents(ns.v4.RemoveIf(func(r *fib.Route) bool { return r.Table == rtnl.RT_TABLE_LOCAL }, false))
+	mon.got = nil
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, ce, addrReq(rtnl.AF_INET, "10.1.2.2/24", 3)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"addr 10.1.2.2/24 dev 3 flags 0x81"}
+	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
+		t.Errorf("secondary after table local was flushed (-kernel +nlemu):\n%s", d)
 	}
 }

@@ -50,6 +50,15 @@ func magicRoute4(typ uint8, dst netip.Addr, plen int, prim netdev.Addr, prio uin
 // magicAdd is fib_magic(RTM_NEWROUTE): NLM_F_CREATE|NLM_F_APPEND; a route
 // already there (EEXIST) is left alone without a message.
 func (ns *Namespace) magicAdd(r fib.Route) {
+	if r.Family == rtnl.AF_INET && r.Prefsrc.IsValid() &&
+		!(r.Type == rtnl.RTN_LOCAL && r.Dst.Addr() == r.Prefsrc && !r.Dst.Addr().IsUnspecified()) &&
+		!ns.localRoute4(r.Prefsrc) {
+		// fib_create_info() -> fib_valid_prefsrc(): a prefsrc other than
+		// the local route's own address needs a local route in table
+		// local; after `ip route flush table local` a secondary address
+		// (prefsrc: its primary) gets no routes at all (EINVAL, ignored).
+		return
+	}
 	ch, err := ns.tables(r.Family).Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_APPEND)
 	if err != nil {
 		return
