@@ -327,6 +327,7 @@ func Open(dir string, mgr *nsmgr.Manager, opt Options) (*Journal, *Restored, err
 		close(j.commitDone)
 		go j.flush()
 		go j.allocator()
+		j.kick <- struct{}{} // room ahead from the start (allocateAhead)
 	} else {
 		close(j.flushDone)
 		close(j.allocDone)
@@ -790,20 +791,28 @@ func (j *Journal) closeLanes() {
 	j.lanes, j.freeLanes = nil, j.freeLanes[:0]
 }
 
-// allocateAhead extends the current file by a chunk once less than half a
-// chunk is left, so that changes rarely wait for an allocation in
-// reserve. Called by the committer with mu held; it drops mu while it
-// writes: only the committer writes records, so nothing lands in the
-// region meanwhile, and reserve extending it too is harmless.
+// allocateAhead extends the current file a chunk at a time while less
+// than a chunk is left (two under the leader policies), so that changes
+// rarely wait for an allocation in reserve: on a busy disk writing a
+// chunk's zeros and their fdatasync took longer than `nlemu load --netns
+// 512 --state` took to store half a chunk, and every change then waited
+// for the one allocating in reserve, under mu. Called by the committer or
+// the allocator with mu held; it drops mu while it writes past alloc,
+// where no record is stored, and reserve does not grow alloc meanwhile
+// (it waits for allocating).
 func (j *Journal) allocateAhead() {
-	if j.failed != nil || j.room.Load() >= j.opt.allocChunk/2 {
-		return
+	want := j.opt.allocChunk
+	if j.leader {
+		want *= 2 // the allocator: nothing else waits for it
 	}
-	f, off := j.cur, j.alloc
-	j.mu.Unlock()
-	err := f.Allocate(off, j.opt.allocChunk)
-	j.mu.Lock()
-	if err == nil && j.cur == f {
+	for j.failed == nil && j.room.Load() < want {
+		f, off := j.cur, j.alloc
+		j.mu.Unlock()
+		err := f.Allocate(off, j.opt.allocChunk)
+		j.mu.Lock()
+		if err != nil || j.cur != f {
+			return
+		}
 		if end := off + j.opt.allocChunk; end > j.alloc {
 			j.room.Add(end - j.alloc)
 			j.alloc = end

@@ -104,7 +104,7 @@ func (j *Journal) writeOpen() {
 			}
 		}
 	}
-	if j.room.Load() < j.opt.allocChunk/2 {
+	if j.room.Load() < 2*j.opt.allocChunk {
 		select {
 		case j.kick <- struct{}{}:
 		default:
@@ -428,7 +428,7 @@ func (j *Journal) storeSeg(s *seg, r record, n int64) (*batch, bool) {
 		}
 		s.stored.Add(1)
 		s.inflight.Add(-1)
-		if j.room.Load() < j.opt.allocChunk/2 {
+		if j.room.Load() < 2*j.opt.allocChunk {
 			select {
 			case j.kick <- struct{}{}:
 			default:
