@@ -71,7 +71,14 @@ func sameFlow4(a, b *flow.Key) bool {
 // derives the scored device and its strictness from (oif, iif, whether the
 // flow has a source).
 func sameFlow6(a, b *flow.Key) bool {
-	return a.Dst == b.Dst && a.OIF == b.OIF && a.IIF == b.IIF && hasSource(a) == hasSource(b)
+	// Split so that the destination compare, the usual answer, inlines
+	// into the batch loop: the whole test is over the inlining budget,
+	// and a call per flow made hints cost 8 % on distinct destinations.
+	return a.Dst == b.Dst && sameDevSource6(a, b)
+}
+
+func sameDevSource6(a, b *flow.Key) bool {
+	return a.OIF == b.OIF && a.IIF == b.IIF && hasSource(a) == hasSource(b)
 }
 
 func hasSource(k *flow.Key) bool { return k.Src.IsValid() && !k.Src.IsUnspecified() }
@@ -87,21 +94,22 @@ func batch4(snap *Snapshot, flows []flow.Key, results []Result, errs []syscall.E
 			results[i], errs[i] = results[i-1], errs[i-1]
 			continue
 		}
-		h := noHit
+		// Straight into the caller's slot: no 64-byte copy per flow.
+		h := &results[i]
+		*h = noHit
 		err := syscall.ENETUNREACH
 		if hasMain {
-			err = lookupView(&main, k, false, &h)
+			err = lookupView(&main, k, false, h)
 		}
 		if err != 0 && hasDef {
-			h = noHit
-			err = lookupView(&def, k, false, &h)
+			*h = noHit
+			err = lookupView(&def, k, false, h)
 		}
 		if err == syscall.EAGAIN {
 			err = syscall.ENETUNREACH
 		}
 		errs[i] = err
 		h.seal()
-		results[i] = h
 	}
 }
 
@@ -119,21 +127,21 @@ func (f *FIB) batch6(snap *Snapshot, flows []flow.Key, results []Result, errs []
 			results[i], errs[i] = results[i-1], errs[i-1]
 			continue
 		}
-		h := noHit
+		h := &results[i]
+		*h = noHit
 		err := syscall.EAGAIN
 		if hasLocal {
-			err = lookupView(&local, k, true, &h)
+			err = lookupView(&local, k, true, h)
 		}
 		if err == syscall.EAGAIN && hasMain {
-			h = noHit
-			err = lookupView(&main, k, true, &h)
+			*h = noHit
+			err = lookupView(&main, k, true, h)
 		}
 		if err == syscall.EAGAIN {
-			h, err = noHit, syscall.ENETUNREACH
+			*h, err = noHit, syscall.ENETUNREACH
 		}
 		errs[i] = err
 		h.seal()
-		results[i] = h
 	}
 }
 

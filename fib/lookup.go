@@ -125,8 +125,10 @@ func (f *FIB) group(dev int32) uint32 {
 // interface or function-value call per rule (seed 002); the Result points
 // at the stored entry instead of copying it (BenchmarkLookup*).
 func (f *FIB) Lookup(k flow.Key) (res Result, err syscall.Errno) {
-	// The custom-rules flag before the tables, as in lookup.
-	if !f.rules.HasCustomRules() {
+	// The custom-rules flag is read before the tables: the first custom
+	// rule publishes the unmerged tables before it sets the flag.
+	custom := f.rules.HasCustomRules()
+	if !custom {
 		var ok bool
 		if f.v6 {
 			err, ok = f.fast6(&k, &res)
@@ -137,7 +139,15 @@ func (f *FIB) Lookup(k flow.Key) (res Result, err syscall.Errno) {
 			return res, err
 		}
 	}
-	err = f.lookup(&k, &res)
+	snap := f.tables.Snapshot()
+	switch {
+	case custom:
+		err = f.walk(&snap, f.rules.Snapshot(), &k, &res)
+	case f.v6:
+		err = f.lookupNoRules6(&snap, &k, &res)
+	default:
+		err = lookupNoRules4(&snap, &k, &res)
+	}
 	res.seal()
 	return res, err
 }
@@ -268,7 +278,8 @@ func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) sy
 		}
 		*h = noHit
 		err := f.lookupIn(snap, table, k, h)
-		if err == 0 && f.suppressed(r, h) {
+		// Both suppressors off (-1) is every rule but a few: no call.
+		if err == 0 && (r.SuppressPrefixlen >= 0 || r.SuppressIfgroup != -1) && f.suppressed(r, h) {
 			continue
 		}
 		if err != syscall.EAGAIN {
@@ -302,12 +313,37 @@ func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.E
 	if t == nil {
 		return syscall.EAGAIN
 	}
-	v := snap.view(t)
-	if v.bt == nil {
+	// Snapshot.view written out, so that a rule walk's table probe
+	// builds no View unless the general path needs one.
+	var s *store
+	all := true
+	if lm := snap.lm; lm != nil && (id == tableMain || id == tableLocal) {
+		s, all = lm.main, !lm.merged
+		if id == tableLocal {
+			s = lm.local
+		}
+	} else {
+		s = t.root.Load()
+	}
+	if s == nil {
 		// An empty table (IPv6 local without addresses, a rule's
 		// table that never had a route): no probe at all.
 		return syscall.EAGAIN
 	}
+	if all {
+		var err syscall.Errno
+		var ok bool
+		if f.v6 {
+			oif, strict := rt6Oif(k)
+			err, ok = probe6(s, id, k, oif, strict, h)
+		} else {
+			err, ok = probe4(s, id, k, h)
+		}
+		if ok {
+			return err
+		}
+	}
+	v := View{family: snap.family, id: id, bt: s, all: all}
 	return lookupView(&v, k, f.v6, h)
 }
 

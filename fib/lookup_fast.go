@@ -206,7 +206,7 @@ func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (s
 		l, bits, phi = c.l, c.bits, hi&^(^uint64(0)>>c.bits)
 	}
 	var err syscall.Errno
-	if e := &l.head.r; l.tail == nil && oif == 0 && e.Src.Bits() == 0 && len(e.Nexthops) > 0 {
+	if e := &l.head.r; l.tail == nil && oif == 0 && e.Src.Bits() <= 0 && len(e.Nexthops) > 0 {
 		// One entry, scored on no device: its first live hop, or no
 		// answer at this prefix when every hop is dead.
 		nh := -1
