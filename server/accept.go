@@ -326,11 +326,16 @@ func (a *acceptor) timeout(now time.Time) int {
 	return int((first.Sub(now) + time.Millisecond - 1) / time.Millisecond)
 }
 
-// sendNow sends one datagram without waiting (a fresh connection has room
-// for a handshake's answer); the error is the send's.
+// sendNow sends a handshake's answer: the first datagram of the
+// connection, which cannot wait (the client's receive queue is empty:
+// unix_recvq_full() is false, and so is a full send buffer). write(2), not
+// sendto: under the race detector unix.Write orders the client's read
+// after what the handshake did (syscall.Read and Write synchronize on one
+// ioSync), as the net.UnixConn writes it replaced did; a broken pipe is
+// EPIPE (the runtime ignores SIGPIPE for such descriptors).
 func sendNow(fd int, b []byte) error {
 	for {
-		err := unix.Sendto(fd, b, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
+		_, err := unix.Write(fd, b)
 		if err != unix.EINTR {
 			return err
 		}

@@ -452,7 +452,10 @@ func TestStalledDumpHoldsNoLockNorMemory(t *testing.T) {
 		var out []int
 		s.mu.Lock()
 		for c := range s.conns {
-			if c.uid == uint32(syscall.Getuid()) && c != w.c {
+			c.mu.Lock() // setUID's lock: the handshake sets it after open
+			uid := c.uid
+			c.mu.Unlock()
+			if uid == uint32(syscall.Getuid()) && c != w.c {
 				c.q.mu.Lock()
 				out = append(out, c.q.bytes)
 				c.q.mu.Unlock()
