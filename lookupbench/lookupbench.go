@@ -6,10 +6,15 @@
 // and reports per-lookup percentiles and a text histogram in the seed's
 // layout.
 //
-// Per-lookup times come from timing a batch of lookups per sample and
-// dividing (reading a clock costs as much as a lookup), in thread CPU
-// time, so that other processes on a shared machine inflate them less;
-// the one-core against all-cores rates are wall-clock lookups per second.
+// Per-lookup times come from timing a group of lookups per sample and
+// dividing: a sample is PerSample (default 256) consecutive lookups of
+// distinct flows between two reads of the thread's CPU clock, so that the
+// clock read (ClockRead, reported beside the figures: about 0.5 µs for
+// CLOCK_THREAD_CPUTIME_ID, a system call, where a lookup costs tens of
+// nanoseconds) adds ClockRead / PerSample to each sample instead of
+// dominating it; nothing is subtracted. Thread CPU time, so that other
+// processes on a shared machine inflate the figures less. The one-core
+// against all-cores rates are wall-clock lookups per second.
 package lookupbench
 
 import (
@@ -40,7 +45,8 @@ type Config struct {
 	// Samples is the number of timed samples per case (default 2,000).
 	Samples int
 	// PerSample is the number of lookups timed together (default 256; a
-	// multiple of BatchLen).
+	// multiple of BatchLen for the batch cases, which time
+	// max(PerSample, BatchLen) rounded down to whole bursts).
 	PerSample int
 	// Cores is the number of goroutines of the all-cores case (default
 	// GOMAXPROCS).
@@ -68,7 +74,6 @@ func (c *Config) defaults() {
 	if c.PerSample <= 0 {
 		c.PerSample = 256
 	}
-	c.PerSample = max(BatchLen, c.PerSample/BatchLen*BatchLen)
 	if c.Cores <= 0 {
 		c.Cores = runtime.GOMAXPROCS(0)
 	}
@@ -111,6 +116,12 @@ type Family struct {
 	// goroutine and from Cores goroutines.
 	OneCore, AllCores float64
 	Cores             int
+	// ClockRead is the median cost of one read of the samples' clock,
+	// measured back to back in the same run, in nanoseconds; PerSample
+	// is the lookups per sample it is spread over (so each per-lookup
+	// figure includes ClockRead / PerSample of it).
+	ClockRead float64
+	PerSample int
 }
 
 // HintSameDstSpeedup is the p50 time per lookup of a one-destination burst
@@ -144,6 +155,8 @@ func (f *Family) JSON() map[string]any {
 		"rule_walk_ratio":         round3(ratio(f.RuleWalk.P50, f.FastPath.P50)),
 		"one_core_lookups_per_s":  round3(f.OneCore),
 		"all_cores_lookups_per_s": round3(f.AllCores),
+		"clock_read_ns":           round3(f.ClockRead),
+		"lookups_per_sample":      f.PerSample,
 	}
 	for _, c := range f.cases() {
 		for _, p := range []struct {
@@ -316,6 +329,7 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 		return nil, fmt.Errorf("%d flows: need %d routes or more", len(flows), BatchLen)
 	}
 	per := cfg.PerSample
+	perB := max(BatchLen, per/BatchLen*BatchLen) // whole bursts
 	// Bursts: one destination (the first flow of each window repeated) and
 	// distinct destinations.
 	same := make([]flow.Key, len(flows))
@@ -343,7 +357,7 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 	batch := func(src []flow.Key, hints bool) func(int) {
 		bursts := len(src) / BatchLen
 		return func(off int) {
-			for i := 0; i < per; i += BatchLen {
+			for i := 0; i < perB; i += BatchLen {
 				o := (off + i) / BatchLen % bursts * BatchLen
 				b := src[o : o+BatchLen]
 				if hints {
@@ -369,14 +383,19 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 		{batch(flows, false), &f.DistNoHints},
 	}
 	fns := make([]func(int), len(cases))
+	pers := make([]int, len(cases))
 	for i, c := range cases {
-		fns[i] = c.fn
+		fns[i], pers[i] = c.fn, per
+		if i >= 2 {
+			pers[i] = perB
+		}
 	}
-	for i, st := range sample(cfg.Samples, per, fns) {
+	for i, st := range sample(cfg.Samples, pers, fns) {
 		*cases[i].out = st
 	}
-	f.OneCore = rate(ns.FIB, flows, 1, cfg.Samples*per)
-	f.AllCores = rate(ns.FIB, flows, cfg.Cores, cfg.Samples*per)
+	f.ClockRead, f.PerSample = ClockRead(), per
+	f.OneCore = rate(ns.FIB, flows, 1, cfg.Samples*max(per, 256))
+	f.AllCores = rate(ns.FIB, flows, cfg.Cores, cfg.Samples*max(per, 256))
 	if bad != 0 {
 		return nil, fmt.Errorf("a lookup failed: %v", bad)
 	}
@@ -384,17 +403,17 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 }
 
 // sample times n samples of each of the cases fns, in blocks (see below),
-// each sample doing per lookups, and returns each case's
+// each sample of case c doing pers[c] lookups, and returns each case's
 // per-lookup times. A warm-up pass runs first. A sample is the goroutine's
 // thread CPU time (CLOCK_THREAD_CPUTIME_ID, on a locked OS thread), not
 // wall time: on a shared machine it does not count the time other
 // processes ran, and on an idle one the two agree.
-func sample(n, per int, fns []func(off int)) []Stats {
+func sample(n int, pers []int, fns []func(off int)) []Stats {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for i := 0; i < n/10+1; i++ {
-		for _, fn := range fns {
-			fn(i * per)
+		for c, fn := range fns {
+			fn(i * pers[c])
 		}
 	}
 	out := make([][]float64, len(fns))
@@ -409,6 +428,7 @@ func sample(n, per int, fns []func(off int)) []Stats {
 	const block = 50
 	for start := 0; start < n; start += block {
 		for _, c := range rng.Perm(len(fns)) {
+			per := pers[c]
 			for i := start; i < min(start+block, n); i++ {
 				t0 := threadCPU()
 				fns[c](i * per)
@@ -421,6 +441,21 @@ func sample(n, per int, fns []func(off int)) []Stats {
 		st[i] = statsOf(out[i])
 	}
 	return st
+}
+
+// ClockRead returns the median cost of one threadCPU call in nanoseconds,
+// from back-to-back reads on a locked thread: the part of a sample that is
+// the clock, not the lookups.
+func ClockRead() float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	d := make([]float64, 2001)
+	for i := range d {
+		t0 := threadCPU()
+		d[i] = float64(threadCPU() - t0)
+	}
+	sort.Float64s(d)
+	return d[len(d)/2]
 }
 
 // threadCPU returns the calling thread's CPU time in nanoseconds.

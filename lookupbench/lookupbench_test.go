@@ -34,7 +34,7 @@ func TestRunJSONShape(t *testing.T) {
 		}
 	}
 	want = append(want, "routes", "rules", "cores", "hint_same_dst_speedup", "hint_distinct_ratio", "parallel_scaling",
-		"rule_walk_ratio", "one_core_lookups_per_s", "all_cores_lookups_per_s")
+		"rule_walk_ratio", "one_core_lookups_per_s", "all_cores_lookups_per_s", "clock_read_ns", "lookups_per_sample")
 	slices.Sort(want)
 	if diff := cmp.Diff([]string{"4", "6"}, keys(got)); diff != "" {
 		t.Fatalf("families (-want +got):\n%s", diff)

@@ -59,6 +59,8 @@ func Histogram(w io.Writer, st *Stats) {
 func Report(w io.Writer, fams []*Family) {
 	for _, f := range fams {
 		fmt.Fprintf(w, "IPv%d: %d random routes in main, %d custom rules for the rule walk\n", f.Family, f.Routes, f.Rules)
+		fmt.Fprintf(w, "  samples of %d lookups between two clock reads (one read: %.0f ns, %.1f ns per lookup of it)\n",
+			f.PerSample, f.ClockRead, f.ClockRead/float64(max(f.PerSample, 1)))
 		for _, c := range f.cases() {
 			fmt.Fprintf(w, "  %s\n", c.title)
 			Histogram(w, c.s)

@@ -17,6 +17,7 @@ func TestBenchLookupRejectsBadArguments(t *testing.T) {
 		{"lookup", "--routes", "10"},
 		{"lookup", "--rules", "-1"},
 		{"lookup", "--samples", "3"},
+		{"lookup", "--per-sample", "0"},
 	} {
 		var code int
 		_, stderr := capture(t, func() { code = runBench(args) })

@@ -4,7 +4,7 @@
 // network namespace: run it under `ip netns exec`) or against nlemu (an
 // embedded server, over an in-process client or its Unix socket).
 //
-//	lookupget -mode kernel|inproc|unix -routes FILE -dsts FILE [-rules K] [-n GETS]
+//	lookupget -mode kernel|inproc|unix -routes FILE -dsts FILE [-rules K] [-n GETS] [-cpuprofile FILE]
 //
 // FILE holds `route add PREFIX dev lo` lines (an `ip -batch` file, which
 // the script loads into the kernel itself); in the nlemu modes the probe
@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ func main() {
 	dsts := flag.String("dsts", "", "destinations, one a line")
 	rules := flag.Int("rules", 0, "non-matching rules the nlemu modes add (the script adds the kernel's)")
 	n := flag.Int("n", 200000, "route gets to time")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed gets to this file")
 	flag.Parse()
 	gets, err := requests(*dsts)
 	if err != nil {
@@ -58,6 +60,16 @@ func main() {
 		if err != nil || len(r) < 20 || uint16(r[4]) != rtnl.RTM_NEWROUTE {
 			fail(fmt.Errorf("route get %d: reply %x, %v", i, r[:min(len(r), 64)], err))
 		}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	t0 := time.Now()
 	for i := 0; i < *n; i++ {
