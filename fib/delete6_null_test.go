@@ -25,3 +25,24 @@ func TestIPv6DeleteDefaultFilteredOutOfNullEntryIsESRCH(t *testing.T) {
 		{del: m6("::/0", func(m *Match) { m.Gateway = netip.MustParseAddr("fe80::1"); m.Oif = 1 }), errno: syscall.ESRCH},
 	})
 }
+
+// TestIPv6ReplaceWithoutCreateOnExistingNodeHasNoExtack: NLM_F_REPLACE
+// without NLM_F_CREATE and no route to replace is ENOENT "Can not replace
+// route - no match found" only when fib6_add_1() finds no node for the
+// prefix; the root (::/0, holding the null entry) and a node with routes
+// of another metric reach fib6_add_rt2node(), whose ENOENT has no
+// message (`ip -6 route change default dev lo` on Linux 6.18; found by
+// TestDiffRand).
+func TestIPv6ReplaceWithoutCreateOnExistingNodeHasNoExtack(t *testing.T) {
+	tb := NewIPv6()
+	run(t, tb, []step{{add: "2001:db8:5::/64 dev 3 metric 10", flags: fAdd}})
+	for _, tc := range []struct {
+		dst  string
+		want string
+	}{{"::/0", ""}, {"2001:db8:5::/64", ""}, {"2001:db8:6::/64", "Can not replace route - no match found"}} {
+		_, err := tb.Insert(rt(tc.dst+" dev 3 metric 20"), fChange)
+		if err == nil || err.Errno != syscall.ENOENT || err.Msg != tc.want {
+			t.Errorf("replace %s without create: %v, kernel ENOENT %q", tc.dst, err, tc.want)
+		}
+	}
+}

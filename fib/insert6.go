@@ -208,6 +208,14 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 	var c Change
 	if !replace || found < 0 {
 		if replace && nlFlags&rtnl.NLM_F_CREATE == 0 {
+			// fib6_add_1() says so only when it finds no node for the
+			// prefix; a node that exists (one with routes, or the
+			// root, which holds the null entry) reaches
+			// fib6_add_rt2node(), whose ENOENT has no message.
+			plain := !r.Src.IsValid() || r.Src.Bits() == 0
+			if lo < hi || plain && (len(s) > 0 || r.Dst.Bits() == 0) {
+				return Change{}, rtnl.Errno(syscall.ENOENT)
+			}
 			return Change{}, rtnl.Errorf(syscall.ENOENT, "Can not replace route - no match found")
 		}
 		nl |= rtnl.NLM_F_CREATE

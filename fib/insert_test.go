@@ -360,7 +360,7 @@ func TestInsert6FlagsE9b(t *testing.T) {
 	run(t, tb, []step{
 		{add: "2001:db8:77::/64 dev 3", flags: fChange, errno: syscall.ENOENT, msg: "Can not replace route - no match found"},
 		{add: "2001:db8:77::/64 dev 3", flags: 0},
-		{add: "2001:db8:77::/64 dev 3 metric 5", flags: fChange, errno: syscall.ENOENT, msg: "Can not replace route - no match found"},
+		{add: "2001:db8:77::/64 dev 3 metric 5", flags: fChange, errno: syscall.ENOENT}, // the node exists: no extack (E9b's PRIORITY=5 transcript)
 		{add: "2001:db8:77::/64 dev 2", flags: fChange},
 		{add: "2001:db8:77::/64 dev 3", flags: fAdd, errno: syscall.EEXIST},
 		{add: "2001:db8:77::/64 dev 3", flags: fAppend},
