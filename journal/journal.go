@@ -535,7 +535,8 @@ func (j *Journal) setFailed(err error) {
 	}
 }
 
-// lockHot takes mu for a change's append. It tries, and on contention
+// lockHot takes mu for a change's append on the write path (the mapped
+// path takes no lock: storeSeg). It tries, and on contention
 // lets another goroutine run and tries again, before it waits in Lock:
 // a change holds mu for a few hundred nanoseconds, and 512 clients on 2
 // cores waiting in Lock keep sync.Mutex in its starvation mode, where
