@@ -39,6 +39,10 @@ go build -o "$bin" ./cmd/nlemu
 echo "=== floor (hack/floor.sh: AF_UNIX SOCK_SEQPACKET round trip, 16 pairs) ==="
 floor=$(hack/floor.sh --us)
 echo "floor ${floor} us per round trip"
+# The server's event-loop scheduling (docs/PROTOCOL.md, "Loop scheduling"):
+# NLEMU_LOOP_SCHED=fifo|nice|pin|off|auto in the environment reaches
+# `nlemu serve`; unset, its default.
+echo "nlemu serve loop scheduling: ${NLEMU_LOOP_SCHED:-default ($("$bin" serve -h 2>&1 | sed -n 's/.*else \([a-z]*\);.*/\1/p' | head -1))}"
 
 perf=0
 if command -v perf >/dev/null 2>&1 && perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then
