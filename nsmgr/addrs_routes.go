@@ -303,6 +303,22 @@ func (ns *Namespace) localRoute4(addr netip.Addr) bool {
 	return ok && e.Len() > 0 && e.At(0).Type == rtnl.RTN_LOCAL
 }
 
+// localRouteDev4 is __ip_dev_find()'s fallback for an address no device
+// holds: the device of table local's longest match for addr when that is
+// a local route ("so that communication over loopback subnets work"), 0
+// otherwise.
+func (ns *Namespace) localRouteDev4(addr netip.Addr) int32 {
+	v, ok := ns.v4.Snapshot().Table(rtnl.RT_TABLE_LOCAL)
+	if !ok {
+		return 0
+	}
+	e, ok := v.Lookup(addr)
+	if !ok || e.Len() == 0 || e.At(0).Type != rtnl.RTN_LOCAL || len(e.At(0).Nexthops) == 0 {
+		return 0
+	}
+	return e.At(0).Nexthops[0].Dev
+}
+
 // flushPrefsrc4 is fib_sync_down_addr() and fib_flush(): the main table's
 // routes with prefsrc addr are removed. Unlike the routes a device going
 // down takes, these are announced: Linux 6.18 prints "Deleted 10.211.0.0/16

@@ -175,22 +175,20 @@ func (ns *Namespace) inetSelectAddr(dev int32, dst netip.Addr, scope uint8) neti
 // isLocal4 reports whether a is an address of the namespace
 // (__ip_dev_find()).
 func (ns *Namespace) isLocal4(a netip.Addr) bool {
-	for _, x := range ns.addrSet().V4 {
-		if x.Local == a {
-			return true
-		}
-	}
-	return false
+	return ns.devOf4(a) != 0
 }
 
-// devOf4 is __ip_dev_find(): the device that has address a, 0 for none.
+// devOf4 is __ip_dev_find(): the device that has address a, else the
+// device of a local route for it in table local (localRouteDev4: `ip route
+// get X from 127.0.0.5`, or any source beside `local default dev lo`), 0
+// for none.
 func (ns *Namespace) devOf4(a netip.Addr) int32 {
 	for _, x := range ns.addrSet().V4 {
 		if x.Local == a {
 			return x.Index
 		}
 	}
-	return 0
+	return ns.localRouteDev4(a)
 }
 
 func isLbcast(a netip.Addr) bool { return a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) }
@@ -407,8 +405,10 @@ func (ns *Namespace) mkrouteOutput(k *flow.Key, o *out4) syscall.Errno {
 		o.flags |= rtcfBroadcast | rtcfLocal
 	case rtnl.RTN_MULTICAST:
 		// ip_check_mc_rcu(): nlemu's devices join no group but
-		// 224.0.0.1 while up.
+		// 224.0.0.1 while up; a group not joined clears RTCF_LOCAL,
+		// lo's included (__mkroute_output()).
 		o.flags |= rtcfMulticast
+		o.flags &^= rtcfLocal
 		if k.Dst == netip.AddrFrom4([4]byte{224, 0, 0, 1}) {
 			o.flags |= rtcfLocal
 		}

@@ -1,0 +1,60 @@
+package nsmgr
+
+import (
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nlemu/nlemu/flow"
+	"github.com/nlemu/nlemu/rtnl"
+)
+
+// rgQuery is an IPv4 RTM_GETROUTE request with the options.
+func rgQuery(opts ...rgOpt) rtnl.RouteMsg {
+	q := rtnl.RouteMsg{Family: rtnl.AF_INET}
+	for _, o := range opts {
+		o(&q)
+	}
+	return q
+}
+
+// TestRouteGetSourceOnlyTableLocalHoldsIsLocal: __ip_dev_find() falls back
+// to table local for a source no device holds, so `ip route get X from
+// 127.0.0.5` leaves through lo instead of ENETUNREACH (Linux 6.18, ipcases
+// routeget_source_local_route; found by TestDiffRand).
+func TestRouteGetSourceOnlyTableLocalHoldsIsLocal(t *testing.T) {
+	ns := rgNS(t)
+	out, err := rgGet(t, ns, rgQuery(rgDst("10.0.0.1"), rgSrc("127.0.0.5")), false)
+	if err != nil {
+		t.Fatalf("get 10.0.0.1 from 127.0.0.5: %v; the kernel answers", err)
+	}
+	if !strings.Contains(out, " OIF=1 ") {
+		t.Errorf("get 10.0.0.1 from 127.0.0.5: %s; the kernel's leaves through lo (oif 1)", out)
+	}
+	if _, err := rgGet(t, ns, rgQuery(rgDst("10.0.0.9"), rgSrc("10.99.0.5")), false); err == nil || err.Errno != syscall.ENETUNREACH {
+		t.Errorf("get from 10.99.0.5 (no local route): %v, kernel ENETUNREACH", err)
+	}
+}
+
+// TestRouteGetMulticastGroupNotJoinedClearsLocal: __mkroute_output() sets
+// RTCF_MULTICAST|RTCF_LOCAL for a multicast destination and clears
+// RTCF_LOCAL when the device has not joined the group, even on lo, whose
+// RTCF_LOCAL it replaces: `ip route get 224.0.0.5 from 127.0.0.1` prints
+// "cache <mc>", 224.0.0.1 "cache <local,mc>" (Linux 6.18).
+func TestRouteGetMulticastGroupNotJoinedClearsLocal(t *testing.T) {
+	ns := rgNS(t)
+	for _, tc := range []struct {
+		dst   string
+		local bool
+	}{{"224.0.0.5", false}, {"239.1.1.1", false}, {"224.0.0.1", true}} {
+		o := out4{}
+		k := flow.Key{Dst: netip.MustParseAddr(tc.dst), Src: netip.MustParseAddr("127.0.0.1")}
+		if errno := ns.output4(&k, &o); errno != 0 {
+			t.Fatalf("%s: %v", tc.dst, errno)
+		}
+		if got := o.flags&rtcfLocal != 0; got != tc.local {
+			t.Errorf("%s from 127.0.0.1 through lo: RTCF_LOCAL %v, kernel %v", tc.dst, got, tc.local)
+		}
+	}
+}
