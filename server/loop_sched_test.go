@@ -293,3 +293,26 @@ func TestLoopRehomeFollowsClientCPU(t *testing.T) {
 		t.Errorf("%d moves after the client stayed, want 1", got)
 	}
 }
+
+// FuzzStatCPU: statCPU never panics and agrees with the obvious reading
+// (the 37th space-separated field after the last ')', a non-negative
+// decimal).
+func FuzzStatCPU(f *testing.F) {
+	f.Add([]byte("1234 (ip) S " + strings.Repeat("0 ", 35) + "1 0 0\n"))
+	f.Add([]byte("77 (a) b (c) R " + strings.Repeat("7 ", 35) + "3"))
+	f.Add([]byte(")"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := statCPU(b)
+		want := -1
+		if i := strings.LastIndex(string(b), ")"); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) >= 37 {
+				if n, err := strconv.Atoi(f[36]); err == nil && n >= 0 {
+					want = n
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("statCPU(%q) = %d, want %d", b, got, want)
+		}
+	})
+}
