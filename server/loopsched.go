@@ -98,8 +98,8 @@ func wantedLoopSched() LoopSched {
 // defaultLoopSched is the mode without a flag or environment: pin. In
 // alternating runs of 128 parallel `ip -batch` on the shared 2-CPU machine
 // (hack/loopsched-ab.sh) pinned loops, each holding its CPU's clients,
-// finished first in 4 of 4 pairs (5.4-6.4 s against 5.95-7.1 s) for 10-20%
-// less CPU per rule (the clients' wake-ups are local: no IPI); fifo made
+// used 8-20% less CPU per rule in 6 of 6 pairs (the clients' wake-ups are
+// local: no IPI) and finished first in 4 of them; fifo made
 // the clients' receive find its reply (0.1-0.2 blocks per rule instead of
 // 1) but lost every wall-time comparison there (docs/PROTOCOL.md, "Loop
 // scheduling").
