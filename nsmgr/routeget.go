@@ -613,7 +613,9 @@ func (ns *Namespace) fill4(m *rtnl.RouteMsg, q *rtnl.RouteMsg, k *flow.Key, src 
 			m.Set(rtnl.RTA_ENCAP_TYPE)
 		}
 	}
-	if iif == 0 && k.Src != src {
+	// rt_fill_info(): fl4->saddr != src, both 0 when no address could be
+	// selected (an invalid src is the request's 0).
+	if iif == 0 && k.Src != src && !(k.Src.IsUnspecified() && (!src.IsValid() || src.IsUnspecified())) {
 		m.PrefSrc = k.Src
 		m.Set(rtnl.RTA_PREFSRC)
 	}

@@ -58,3 +58,31 @@ func TestRouteGetMulticastGroupNotJoinedClearsLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteGetNoAddressToSelectHasNoPrefsrc: rt_fill_info() puts
+// RTA_PREFSRC only when the selected source differs from the request's,
+// so with no address to select (0.0.0.0) `ip route get` prints no "src"
+// (Linux 6.18: "10.1.3.254 dev lo uid 0" once 127.0.0.1 is deleted; found
+// by TestDiffRand).
+func TestRouteGetNoAddressToSelectHasNoPrefsrc(t *testing.T) {
+	ns := startupNS(t)
+	up := make([]byte, rtnl.IfInfoLen)
+	up[4], up[8], up[12] = 1, 1, 1
+	doReq(t, ns, rtnl.RTM_NEWLINK, 0, up)
+	if err := doReq(t, ns, rtnl.RTM_DELADDR, 0, addrReq(rtnl.AF_INET, "127.0.0.1/8", 1)); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte{rtnl.AF_INET, 8, 0, 0, 254, 4, 0, rtnl.RTN_UNICAST, 0, 0, 0, 0}
+	body = append(body, nla(rtnl.RTA_DST, []byte{10, 0, 0, 0})...)
+	body = append(body, nla(rtnl.RTA_OIF, []byte{1, 0, 0, 0})...)
+	if err := doReq(t, ns, rtnl.RTM_NEWROUTE, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, body); err != nil {
+		t.Fatalf("route 10.0.0.0/8 dev lo: %v", err)
+	}
+	out, err := rgGet(t, ns, rgQuery(rgDst("10.1.3.254")), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "PREFSRC") {
+		t.Errorf("reply %s: the kernel's has no RTA_PREFSRC", out)
+	}
+}
