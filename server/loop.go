@@ -48,9 +48,6 @@ type evloop struct {
 	// (loopsched.go); sched the mode asked for.
 	cpu   int
 	sched LoopSched
-	// rawWait: the loop waits in a raw epoll_wait, keeping its P
-	// (NLEMU_LOOP_RAWWAIT=1, pinned modes; an experiment).
-	rawWait bool
 }
 
 // loopSlot is a registration: the connection and a generation, so that an
@@ -148,14 +145,6 @@ func startLoops() ([]*evloop, error) {
 				}
 			}
 			loops = append(loops, l)
-		}
-		if sched != LoopSchedOff && os.Getenv("NLEMU_LOOP_RAWWAIT") == "1" {
-			// Each loop keeps a P of its own while it waits: as many
-			// more Ps as loops for everything else.
-			runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + n)
-			for _, l := range loops {
-				l.rawWait = true
-			}
 		}
 		started := make(chan LoopSched, n)
 		for _, l := range loops {
@@ -277,20 +266,9 @@ func (l *evloop) run(started chan<- LoopSched) {
 		// Blocking, through syscall.Syscall6 (unix.EpollWait), so that the
 		// runtime can hand off the P while the thread sleeps: a raw
 		// syscall would stall the garbage collector's stop-the-world.
-		var n int
-		var err error
-		if l.rawWait {
-			n, err = epollWaitRaw(l.epfd, events)
-		} else {
-			n, err = unix.EpollWait(l.epfd, events, -1)
-		}
+		n, err := unix.EpollWait(l.epfd, events, -1)
 		if err != nil {
 			if err == unix.EINTR {
-				if l.rawWait {
-					// A signal: maybe the runtime's preemption request
-					// (stop-the-world), honoured here.
-					runtime.Gosched()
-				}
 				continue
 			}
 			panic("nlemu: epoll_wait: " + err.Error())
@@ -373,18 +351,6 @@ func (l *evloop) rehome(lc *loopConn) {
 	if to.add(lc) != nil {
 		go lc.finish()
 	}
-}
-
-// epollWaitRaw is epoll_wait(2) without entersyscall: the thread keeps its
-// P while it sleeps, so waking needs no P back (exitsyscall). The runtime
-// sees a running goroutine: its preemption signal ends the wait (EINTR,
-// never restarted for epoll_wait) and the loop yields (run).
-func epollWaitRaw(epfd int, events []unix.EpollEvent) (int, error) {
-	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ^uintptr(0), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
 }
 
 // recvDontWait is one non-blocking recvfrom(MSG_DONTWAIT|MSG_TRUNC): the
