@@ -73,6 +73,8 @@ type sparePool struct {
 	fds   []spare // guarded by mu: oldest first
 	made  int     // guarded by mu: spares connected (for tests)
 	taken int     // guarded by mu: spares handed out (for tests)
+	// fillErr is the filler's last failed connect (for tests).
+	fillErr error // guarded by mu
 }
 
 // spare is one connection made ahead.
@@ -151,6 +153,9 @@ func (p *sparePool) filler() {
 			}
 			fd, err := connectNonblock(p.path)
 			if err != nil {
+				p.mu.Lock()
+				p.fillErr = err
+				p.mu.Unlock()
 				break
 			}
 			p.mu.Lock()

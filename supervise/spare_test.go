@@ -37,7 +37,10 @@ func waitSpares(t *testing.T, p *sparePool, n int) {
 			return
 		}
 		if time.Now().After(end) {
-			t.Fatalf("%d spares ready, want %d", ready, n)
+			p.mu.Lock()
+			err := p.fillErr
+			p.mu.Unlock()
+			t.Fatalf("%d spares ready, want %d (the filler's last error: %v)", ready, n, err)
 		}
 	}
 }
@@ -73,43 +76,46 @@ func TestSpareConnUsedForHello(t *testing.T) {
 	}
 }
 
-// TestSparePoolRefillsUnderBurst: a burst of socket() calls takes every
-// spare at once (each HELLO answered on one), and the filler tops the
-// pool up again to spareCount for the next burst, without the takers
-// making any.
+// TestSparePoolRefillsUnderBurst: a burst of socket() calls takes the
+// spares ready (each HELLO answered on one), and the filler tops the pool
+// up for the next burst without the takers making any. It is woken when a
+// take leaves spareLow or fewer and then fills to spareCount, so after a
+// burst at least spareCount-1 are ready (a last take may find it full and
+// leave one fewer, waking nothing).
 func TestSparePoolRefillsUnderBurst(t *testing.T) {
 	path := testServer(t)
 	var p sparePool
 	p.init(path)
 	p.wake()
-	for burst := range 3 {
-		waitSpares(t, &p, spareCount)
+	const burst = spareCount - 1
+	for round := range 5 {
+		waitSpares(t, &p, burst)
 		var fds []int
-		for range spareCount {
+		for range burst {
 			fd := p.take()
 			if fd < 0 {
-				t.Fatalf("burst %d: no spare for socket %d", burst, len(fds))
+				t.Fatalf("round %d: no spare for socket %d", round, len(fds))
 			}
 			fds = append(fds, fd)
 		}
 		for i, fd := range fds {
 			// A hint of its own: the server may not have seen the
-			// previous burst's closes yet.
-			hint := uint32(100 + 10*burst + i)
+			// previous round's closes yet.
+			hint := uint32(100 + 10*round + i)
 			cfd, portid, err := dialOn(fd, path, "default", hint, 0, nil)
 			if err != nil {
-				t.Fatalf("burst %d, socket %d: %v", burst, i, err)
+				t.Fatalf("round %d, socket %d: %v", round, i, err)
 			}
 			if cfd != fd || portid != hint {
-				t.Errorf("burst %d, socket %d: fd %d port id %d, want %d and %d", burst, i, cfd, portid, fd, hint)
+				t.Errorf("round %d, socket %d: fd %d port id %d, want %d and %d", round, i, cfd, portid, fd, hint)
 			}
 			unix.Close(cfd)
 		}
 	}
-	waitSpares(t, &p, spareCount)
+	waitSpares(t, &p, burst)
 	ready, made, taken := p.counts()
-	if ready != spareCount || taken != 3*spareCount || made != ready+taken {
-		t.Errorf("pool: %d ready, %d made, %d taken; want %d, %d, %d", ready, made, taken, spareCount, 4*spareCount, 3*spareCount)
+	if taken != 5*burst || made != ready+taken || ready > spareCount {
+		t.Errorf("pool: %d ready, %d made, %d taken; want at most %d ready, %d taken, made = ready + taken", ready, made, taken, spareCount, 5*burst)
 	}
 }
 
