@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var (
@@ -163,6 +164,28 @@ func TestDiffRand(t *testing.T) {
 	}
 }
 
+// drSettleDown waits (up to a second) until no IPv6 address of the kernel
+// side's lo is tentative: addrconf_dad_start() hands even lo's addresses
+// to the DAD work queue, which completes them a moment after the command
+// returned, down or not; ipcSettle waits only for devices with carrier.
+// nlemu completes them at once.
+func drSettleDown(t *testing.T, kernel *ipcSide) {
+	t.Helper()
+	for range 100 {
+		r := kernel.run(nil, "-6", "-o", "addr", "show")
+		tentative := false
+		for _, l := range strings.Split(string(r.Stdout), "\n") {
+			if strings.HasPrefix(l, "1: ") && strings.Contains(l, " tentative") { // ifindex 1: the loopback device
+				tentative = true
+			}
+		}
+		if !tentative {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // drRunSeq runs one sequence; it returns the first difference's one-line
 // summary ("" if none) after reporting it in full as a test error.
 func drRunSeq(t *testing.T, env *ipcEnv, seed uint64, length int) string {
@@ -176,6 +199,16 @@ func drRunSeq(t *testing.T, env *ipcEnv, seed uint64, length int) string {
 	prelude := [][]string{}
 	if g.pct(80) {
 		prelude = append(prelude, []string{"link", "set", "lo", "up"})
+	}
+	if g.pct(50) {
+		// A CNI-style start: a veth pair up with an address of each
+		// family, so that gateways resolve and devices have carrier.
+		prelude = append(prelude, strings.Fields("link add v0 address "+drMAC("v0")+" type veth peer name v1 address "+drMAC("v1")))
+		if g.pct(60) {
+			prelude = append(prelude, strings.Fields("link set v0 addrgenmode none"), strings.Fields("link set v1 addrgenmode none"))
+		}
+		prelude = append(prelude, strings.Fields("link set v0 up"), strings.Fields("link set v1 up"),
+			strings.Fields("addr add 10.1.2.1/24 dev v0"), strings.Fields("addr add 2001:db8:1::1/64 dev v0 nodad"))
 	}
 	for i := 0; i < length+len(prelude); i++ {
 		var args []string
@@ -195,6 +228,7 @@ func drRunSeq(t *testing.T, env *ipcEnv, seed uint64, length int) string {
 			continue
 		}
 		ipcSettle(t, kernel)
+		drSettleDown(t, kernel)
 		for vi, v := range drViews {
 			args := append(append([]string(nil), v.opts...), "-batch", "-")
 			kv := kernel.run([]byte(v.lines), args...)

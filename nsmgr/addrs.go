@@ -443,16 +443,23 @@ func (ns *Namespace) modifyAddr6(old netdev.Addr, q *rtnl.AddrMsg, flags, valid,
 	}
 	setLifetime(&n, valid, preferred)
 	ns.addr.store.Update6(n)
+	// The address is announced before its prefix route changes
+	// (`ip monitor` on Linux 6.18).
+	if n.Flags&netdev.IFA_F_TENTATIVE == 0 {
+		ns.notifyAddr(rtnl.RTM_NEWADDR, n, nil)
+	}
 	hadRoute := old.Flags&netdev.IFA_F_NOPREFIXROUTE == 0
 	wantRoute := n.Flags&netdev.IFA_F_NOPREFIXROUTE == 0
 	if hadRoute && (!wantRoute || old.RtPriority != n.RtPriority) {
 		ns.delPrefixRoute6(old, l)
 	}
-	if wantRoute && (!hadRoute || old.RtPriority != n.RtPriority) {
+	if wantRoute {
+		// modify_prefix_route(): a prefix route deleted meanwhile (`ip
+		// route flush`) is restored, "prefix route could have been
+		// deleted; if so restore it", with the address's own prefix
+		// length, which a replace does not change; one still there
+		// stays (the insert is EEXIST, silent).
 		ns.addrconfPrefixRoute(n, l)
-	}
-	if n.Flags&netdev.IFA_F_TENTATIVE == 0 {
-		ns.notifyAddr(rtnl.RTM_NEWADDR, n, nil)
 	}
 	return nil
 }

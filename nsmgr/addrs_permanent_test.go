@@ -170,3 +170,25 @@ func TestSecondaryAddrRoutesNeedLocalPrefsrc(t *testing.T) {
 		t.Errorf("secondary after table local was flushed (-kernel +nlemu):\n%s", d)
 	}
 }
+
+// TestIPv6AddrReplaceRestoresDeletedPrefixRoute: inet6_addr_modify()'s
+// modify_prefix_route() finds no prefix route after `ip route del` and
+// adds it again, with the address's own prefix length, after announcing
+// the address (`ip monitor route address` on Linux 6.18, ipcases
+// route_addr_replace_restores_prefix_route; found by TestDiffRand).
+func TestIPv6AddrReplaceRestoresDeletedPrefixRoute(t *testing.T) {
+	ns, mon := addrNS(t)
+	nodad := nla(rtnl.IFA_FLAGS, []byte{rtnl.IFA_F_NODAD, 0, 0, 0})
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL, addrReq(rtnl.AF_INET6, "2001:db8:1::1/64", 3, nodad)); err != nil {
+		t.Fatal(err)
+	}
+	ns.NotifyRouteEvents(ns.v6.RemoveIf(func(r *fib.Route) bool { return r.Table == rtnl.RT_TABLE_MAIN }, false))
+	mon.got = nil
+	if err := doReq(t, ns, rtnl.RTM_NEWADDR, rtnl.NLM_F_CREATE|rtnl.NLM_F_REPLACE, addrReq(rtnl.AF_INET6, "2001:db8:1::1/48", 3, nodad)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"addr 2001:db8:1::1/64 dev 3 flags 0x82", "route table 254 type 1 2001:db8:1::/64 dev 3"}
+	if d := cmp.Diff(want, describe(t, mon.got)); d != "" {
+		t.Errorf("replace after the prefix route was deleted (-kernel +nlemu):\n%s", d)
+	}
+}
