@@ -409,9 +409,12 @@ func (c *Config) validPrefsrc4(env Env, src netip.Addr) bool {
 }
 
 // addrType4 is inet_addr_type_dev_table(): the type of a in the local
-// table, counted only when its route uses dev.
+// table (dev only picks an l3mdev's table; __inet_dev_addr_type() is
+// called without it), so an onlink gateway that is a local address of any
+// device, or 127.0.0.1, is "Nexthop has invalid gateway" (Linux 6.18).
 func (env Env) addrType4(a netip.Addr, dev int32) uint8 {
-	return env.addrTypeTable4(a, rtnl.RT_TABLE_LOCAL, dev)
+	_ = dev // no l3mdev devices
+	return env.addrTypeTable4(a, rtnl.RT_TABLE_LOCAL, 0)
 }
 
 // addrTypeTable4 is __inet_dev_addr_type(): zeronet and limited broadcast

@@ -139,3 +139,28 @@ func TestIPv6GatewayBehindPromotedLoRouteIsUnreachable(t *testing.T) {
 		t.Errorf("gateway behind a route through v0: %v, kernel accepts it", err)
 	}
 }
+
+// TestIPv4OnlinkGatewayLocalOnAnyDeviceIsInvalid: fib_check_nh_v4_gw()
+// tests an onlink gateway with inet_addr_type_dev_table(), which looks it
+// up in table local without the device, so a gateway that is local on
+// another device (or 127.0.0.1 on lo) is EINVAL "Nexthop has invalid
+// gateway" (`ip route add P via 10.1.2.1 dev v1 onlink` with 10.1.2.1 on
+// v0, Linux 6.18; found by TestDiffRand).
+func TestIPv4OnlinkGatewayLocalOnAnyDeviceIsInvalid(t *testing.T) {
+	f4, _ := rs4(t)
+	env := Env{Devs: rs4Devs(), FIB: f4}
+	for _, gw := range []string{"10.0.0.1", "127.0.0.1"} {
+		m := req(t, rtnl.RouteMsg{Family: rtnl.AF_INET, DstLen: 24, Table: 254, Protocol: 3, Type: rtnl.RTN_UNICAST, Flags: rtnl.RTNH_F_ONLINK}, func(m *rtnl.RouteMsg) {
+			m.Dst = cip("198.51.100.0")
+			m.Set(rtnl.RTA_DST)
+			m.Gateway = cip(gw)
+			m.Set(rtnl.RTA_GATEWAY)
+			m.OIF = 2
+			m.Set(rtnl.RTA_OIF)
+		})
+		_, err := add(env, m, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL)
+		if d := cmp.Diff(cOutcome{22, "Nexthop has invalid gateway"}, result(err)); d != "" {
+			t.Errorf("onlink via %s dev v1 (-kernel +nlemu):\n%s", gw, d)
+		}
+	}
+}
