@@ -83,6 +83,13 @@ type waiter struct {
 
 // newAcceptor sets up the epoll set of listening socket lfd.
 func newAcceptor(s *Server, lfd int) (*acceptor, error) {
+	// The process's event loops live as long as it does: start them with
+	// the first listener rather than at its first connection, so that a
+	// listening server's goroutines and descriptors are what they will be
+	// once its connections are gone (TestFaultsUnderLoad counts them).
+	if _, err := startLoops(); err != nil {
+		return nil, err
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
