@@ -149,5 +149,7 @@ for v in 4 6; do
 		printf ', ip + kernel %s us CPU per route' "$(echo "${result[kernel$v]}" | awk -v n="$N" '{printf "%.2f", ($2 + $3) * 1000000 / n}')"
 	fi
 	echo
-	[ "$profile" = 1 ] && echo "IPv$v server CPU (perf record, $profdir/routeload-v$v.perf): ${prof[$v]}"
+	if [ "$profile" = 1 ]; then
+		echo "IPv$v server CPU (perf record, $profdir/routeload-v$v.perf): ${prof[$v]}"
+	fi
 done
