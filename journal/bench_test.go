@@ -23,44 +23,55 @@ func BenchmarkApplyParallel(b *testing.B) {
 }
 
 func benchApply(b *testing.B, pol Policy, p int) {
-	{
-		{
-			m := nsmgr.NewManager(&rtnl.LockConfig{})
-			j, _, err := Open(b.TempDir(), m, Options{Fsync: pol})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer j.Close()
-			nss := make([]*nsmgr.Namespace, p)
-			for i := range nss {
-				name := fmt.Sprint("b", i)
-				if err := m.Add(name); err != nil {
-					b.Fatal(err)
-				}
-				nss[i], _ = m.Get(name)
-			}
-			msg := &rtnl.SplitDatagram(ruleAdd(rtnl.AF_INET, 0, 100))[0]
-			before := j.Stats()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			per := (b.N + p - 1) / p
-			for _, ns := range nss {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range per {
-						j.Apply(ns, msg, false, func() *rtnl.Error { return nil })
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			st := j.Stats()
-			// Stored records (interval and none on a file on disk) take no
-			// write at all: 0 writes per 1,000 changes.
-			b.ReportMetric(1000*float64(st.Batches-before.Batches)/float64(max(st.Records-before.Records, 1)), "writes/1000changes")
-		}
+	j, nss := benchJournal(b, pol, p)
+	msg := &rtnl.SplitDatagram(ruleAdd(rtnl.AF_INET, 0, 100))[0]
+	before := j.Stats()
+	b.ResetTimer()
+	eachClient(nss, b.N, func(ns *nsmgr.Namespace) {
+		j.Apply(ns, msg, false, func() *rtnl.Error { return nil })
+	})
+	b.StopTimer()
+	st := j.Stats()
+	// Stored records (interval and none on a file on disk) take no
+	// write at all: 0 writes per 1,000 changes.
+	b.ReportMetric(1000*float64(st.Batches-before.Batches)/float64(max(st.Records-before.Records, 1)), "writes/1000changes")
+}
+
+// benchJournal opens a journal under policy pol on a fresh manager with p
+// namespaces, closed at the end of b.
+func benchJournal(b *testing.B, pol Policy, p int) (*Journal, []*nsmgr.Namespace) {
+	m := nsmgr.NewManager(&rtnl.LockConfig{})
+	j, _, err := Open(b.TempDir(), m, Options{Fsync: pol})
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { j.Close() })
+	nss := make([]*nsmgr.Namespace, p)
+	for i := range nss {
+		name := fmt.Sprint("b", i)
+		if err := m.Add(name); err != nil {
+			b.Fatal(err)
+		}
+		nss[i], _ = m.Get(name)
+	}
+	return j, nss
+}
+
+// eachClient runs n calls of change in all, split over one goroutine per
+// namespace of nss, and waits for them.
+func eachClient(nss []*nsmgr.Namespace, n int, change func(*nsmgr.Namespace)) {
+	var wg sync.WaitGroup
+	per := (n + len(nss) - 1) / len(nss)
+	for _, ns := range nss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				change(ns)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // BenchmarkApplyWork: P clients, each in its own namespace and waiting for
@@ -84,37 +95,15 @@ func spinWork(d time.Duration) {
 }
 
 func benchApplyWork(b *testing.B, p int, journaled bool) {
-	m := nsmgr.NewManager(&rtnl.LockConfig{})
-	j, _, err := Open(b.TempDir(), m, Options{Fsync: None})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer j.Close()
-	nss := make([]*nsmgr.Namespace, p)
-	for i := range nss {
-		name := fmt.Sprint("b", i)
-		if err := m.Add(name); err != nil {
-			b.Fatal(err)
-		}
-		nss[i], _ = m.Get(name)
-	}
+	j, nss := benchJournal(b, None, p)
 	msg := &rtnl.SplitDatagram(ruleAdd(rtnl.AF_INET, 0, 100))[0]
 	work := func() *rtnl.Error { spinWork(time.Microsecond); return nil }
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	per := (b.N + p - 1) / p
-	for _, ns := range nss {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range per {
-				if journaled {
-					j.Apply(ns, msg, false, work)
-				} else {
-					work()
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	eachClient(nss, b.N, func(ns *nsmgr.Namespace) {
+		if journaled {
+			j.Apply(ns, msg, false, work)
+		} else {
+			work()
+		}
+	})
 }
