@@ -3,6 +3,7 @@ package fib
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/netip"
 	"syscall"
@@ -79,6 +80,26 @@ type ixSnap struct {
 	s     *store
 	m     map[netip.Prefix]leaf
 	addrs []netip.Addr
+}
+
+// ixTakeSnap keeps store s with a copy of its reference m and 20 random
+// addresses to look up in it later, after more changes: a snapshot must go
+// on answering as it did (the index and store are persistent).
+func ixTakeSnap(rng *rand.Rand, v6 bool, keys []netip.Prefix, s *store, m map[netip.Prefix]leaf) ixSnap {
+	sn := ixSnap{s: s, m: maps.Clone(m)}
+	for range 20 {
+		sn.addrs = append(sn.addrs, ixRandAddr(rng, v6, keys))
+	}
+	return sn
+}
+
+// ixCheckSnaps looks every snapshot's addresses up again with check.
+func ixCheckSnaps(snaps []ixSnap, check func(*store, map[netip.Prefix]leaf, netip.Addr, string)) {
+	for i, sn := range snaps {
+		for _, a := range sn.addrs {
+			check(sn.s, sn.m, a, fmt.Sprintf("snapshot %d", i))
+		}
+	}
 }
 
 // TestIndexMatchesReference checks the read index (tiny, full, slow
@@ -160,22 +181,10 @@ func TestIndexMatchesReference(t *testing.T) {
 						check(s, m, ixRandAddr(rng, v6, keys), fmt.Sprintf("step %d", step))
 					}
 					if step%300 == 0 {
-						c := make(map[netip.Prefix]leaf, len(m))
-						for k, v := range m {
-							c[k] = v
-						}
-						sn := ixSnap{s: s, m: c}
-						for range 20 {
-							sn.addrs = append(sn.addrs, ixRandAddr(rng, v6, keys))
-						}
-						snaps = append(snaps, sn)
+						snaps = append(snaps, ixTakeSnap(rng, v6, keys, s, m))
 					}
 				}
-				for i, sn := range snaps {
-					for _, a := range sn.addrs {
-						check(sn.s, sn.m, a, fmt.Sprintf("snapshot %d", i))
-					}
-				}
+				ixCheckSnaps(snaps, check)
 				if lim != saved && (modes[ixTiny] == 0 || modes[ixFull] == 0 || modes[0] == 0) {
 					t.Errorf("modes seen %v: every mode must be exercised", modes)
 				}

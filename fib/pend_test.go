@@ -101,22 +101,10 @@ func TestIndexWithPendingListMatchesReference(t *testing.T) {
 						checkSupernetsSubnets(t, fmt.Sprintf("step %d", step), s, m, q)
 					}
 					if step%250 == 0 {
-						c := make(map[netip.Prefix]leaf, len(m))
-						for k, v := range m {
-							c[k] = v
-						}
-						sn := ixSnap{s: s, m: c}
-						for range 20 {
-							sn.addrs = append(sn.addrs, ixRandAddr(rng, v6, keys))
-						}
-						snaps = append(snaps, sn)
+						snaps = append(snaps, ixTakeSnap(rng, v6, keys, s, m))
 					}
 				}
-				for i, sn := range snaps {
-					for _, a := range sn.addrs {
-						check(sn.s, sn.m, a, fmt.Sprintf("snapshot %d", i))
-					}
-				}
+				ixCheckSnaps(snaps, check)
 				if withList == 0 {
 					t.Errorf("no step left changes in the list: the test does not test it")
 				}
