@@ -14,7 +14,8 @@
 // nanoseconds) adds ClockRead / PerSample to each sample instead of
 // dominating it; nothing is subtracted. Thread CPU time, so that other
 // processes on a shared machine inflate the figures less. The one-core
-// against all-cores rates are wall-clock lookups per second.
+// against all-cores rates are wall-clock lookups per second of workers
+// pinned to their CPUs, over interleaved rounds (parallel.go).
 package lookupbench
 
 import (
@@ -23,7 +24,6 @@ import (
 	"net/netip"
 	"runtime"
 	"sort"
-	"sync"
 	"syscall"
 	"time"
 
@@ -48,9 +48,14 @@ type Config struct {
 	// multiple of BatchLen for the batch cases, which time
 	// max(PerSample, BatchLen) rounded down to whole bursts).
 	PerSample int
-	// Cores is the number of goroutines of the all-cores case (default
+	// Cores is the number of workers of the all-cores case (default
 	// GOMAXPROCS).
 	Cores int
+	// ParallelRounds and ParallelPhase shape the scaling case: rounds of
+	// a one-core and an all-cores phase of about ParallelPhase each
+	// (defaults 21 and 20 ms; parallel.go).
+	ParallelRounds int
+	ParallelPhase  time.Duration
 	// Seed makes the tables and flows reproducible.
 	Seed int64
 	// Progress, when set, is called while the tables are built.
@@ -113,9 +118,12 @@ type Family struct {
 	DistHints   Stats // LookupBatch, 64 distinct destinations
 	DistNoHints Stats // LookupBatchNoHints, the same flows
 	// OneCore and AllCores are fast-path lookups per second from one
-	// goroutine and from Cores goroutines.
+	// worker and from Cores workers: the best clean round of each
+	// (Scaling.BestOne, BestAll; parallel.go says why).
 	OneCore, AllCores float64
 	Cores             int
+	// Scaling holds the rounds of the scaling case and their statistic.
+	Scaling Scaling
 	// ClockRead is the median cost of one read of the samples' clock,
 	// measured back to back in the same run, in nanoseconds; PerSample
 	// is the lookups per sample it is spread over (so each per-lookup
@@ -156,6 +164,13 @@ func (f *Family) JSON() map[string]any {
 		"one_core_lookups_per_s":  round3(f.OneCore),
 		"all_cores_lookups_per_s": round3(f.AllCores),
 		"clock_read_ns":           round3(f.ClockRead),
+		"parallel_rounds":         len(f.Scaling.Rounds),
+		"parallel_rounds_clean":   f.Scaling.Clean,
+		"parallel_rounds_used":    f.Scaling.Used,
+		"parallel_scaling_median": round3(f.Scaling.Median),
+		"parallel_cpu_share_min":  round3(f.Scaling.MinShare),
+		"parallel_pinned":         b2i(f.Scaling.Pinned),
+		"parallel_steal_ms":       round3(f.Scaling.StealMS),
 		"lookups_per_sample":      f.PerSample,
 	}
 	for _, c := range f.cases() {
@@ -170,6 +185,14 @@ func (f *Family) JSON() map[string]any {
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// b2i is 1 for true: the --json object holds numbers only.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 type namedStats struct {
 	key, title string
@@ -394,8 +417,8 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 		*cases[i].out = st
 	}
 	f.ClockRead, f.PerSample = ClockRead(), per
-	f.OneCore = rate(ns.FIB, flows, 1, cfg.Samples*max(per, 256))
-	f.AllCores = rate(ns.FIB, flows, cfg.Cores, cfg.Samples*max(per, 256))
+	f.Scaling = parallel(ns.FIB, flows, ParallelConfig{Workers: cfg.Cores, Rounds: cfg.ParallelRounds, Phase: cfg.ParallelPhase})
+	f.OneCore, f.AllCores = f.Scaling.BestOne, f.Scaling.BestAll
 	if bad != 0 {
 		return nil, fmt.Errorf("a lookup failed: %v", bad)
 	}
@@ -474,30 +497,4 @@ func threadCPU() int64 {
 		return time.Now().UnixNano()
 	}
 	return ts.Nano()
-}
-
-// rate returns the fast-path lookups per second of g goroutines doing
-// total lookups each: with nothing shared written on the read path (seed
-// 001), g cores ideally take the time one takes.
-func rate(f *fib.FIB, flows []flow.Key, g, total int) float64 {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for w := 0; w < g; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			<-start
-			j := w * 997 % len(flows)
-			for i := 0; i < total; i++ {
-				f.Lookup(flows[j])
-				if j++; j == len(flows) {
-					j = 0
-				}
-			}
-		}(w)
-	}
-	t0 := time.Now()
-	close(start)
-	wg.Wait()
-	return float64(g*total) / time.Since(t0).Seconds()
 }

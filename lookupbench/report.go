@@ -65,7 +65,7 @@ func Report(w io.Writer, fams []*Family) {
 			fmt.Fprintf(w, "  %s\n", c.title)
 			Histogram(w, c.s)
 		}
-		fmt.Fprintf(w, "  (e) fast path: 1 core %.0f lookups/s, %d cores %.0f lookups/s\n", f.OneCore, f.Cores, f.AllCores)
+		ScalingReport(w, f.Cores, &f.Scaling)
 		fmt.Fprintf(w, "  rule walk / fast path (p50) %.2f, hint_same_dst_speedup %.2f, hint_distinct_ratio %.2f, parallel_scaling %.2f\n\n",
 			ratio(f.RuleWalk.P50, f.FastPath.P50), f.HintSameDstSpeedup(), f.HintDistinctRatio(), f.ParallelScaling())
 	}
@@ -79,4 +79,48 @@ func JSON(fams []*Family) map[string]map[string]any {
 		out[fmt.Sprint(f.Family)] = f.JSON()
 	}
 	return out
+}
+
+// ScalingReport writes the scaling case: every round with its rates, the
+// CPU share of each worker and whether it counts, then the statistic.
+func ScalingReport(w io.Writer, cores int, s *Scaling) {
+	pin := "pinned to CPUs"
+	if !s.Pinned {
+		pin = "NOT pinned to distinct CPUs (CPU -1: affinity refused)"
+	}
+	var cpus []string
+	if len(s.Rounds) > 0 {
+		for _, wk := range s.Rounds[0].All.Workers {
+			cpus = append(cpus, fmt.Sprint(wk.CPU))
+		}
+	}
+	fmt.Fprintf(w, "  (e) fast path, 1 core against %d, workers %s %s, %d rounds after a warm-up\n",
+		cores, pin, strings.Join(cpus, ","), len(s.Rounds))
+	fmt.Fprintf(w, "    round order    1 core M/s (cpu: share)   %d cores M/s (shares)      ratio  steal ms\n", cores)
+	for i := range s.Rounds {
+		r := &s.Rounds[i]
+		order := "all,1"
+		if r.OneFirst {
+			order = "1,all"
+		}
+		one := fmt.Sprintf("%.2f (cpu%d: %.3f)", r.One.Rate()/1e6, r.One.Workers[0].CPU, r.One.Workers[0].Share())
+		var sh []string
+		for _, wk := range r.All.Workers {
+			sh = append(sh, fmt.Sprintf("%.3f", wk.Share()))
+		}
+		all := fmt.Sprintf("%.2f (%s)", r.All.Rate()/1e6, strings.Join(sh, " "))
+		mark := ""
+		if !r.Clean(CleanShare) {
+			mark = fmt.Sprintf("  not clean: a worker had %.3f of its wall time", min(r.One.MinShare(), r.All.MinShare()))
+		}
+		fmt.Fprintf(w, "    %5d %-6s %-26s %-26s %6.3f %6.0f%s\n", i+1, order, one, all, r.Ratio(), r.One.StealMS+r.All.StealMS, mark)
+	}
+	over := fmt.Sprintf("the %d clean rounds (every worker >= %.2f of its wall time on its CPU)", s.Clean, CleanShare)
+	if s.Clean == 0 {
+		over = fmt.Sprintf("all %d rounds: NONE was clean (the machine was busy: the rates are lower bounds and their ratio is not the code's scaling)", s.Used)
+	} else if s.Clean < len(s.Rounds) {
+		over += fmt.Sprintf("; %d excluded", len(s.Rounds)-s.Clean)
+	}
+	fmt.Fprintf(w, "    over %s: best 1 core %.0f lookups/s, best %d cores %.0f lookups/s, parallel_scaling %.3f (median of round ratios %.3f)\n",
+		over, s.BestOne, cores, s.BestAll, s.Best, s.Median)
 }
