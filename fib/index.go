@@ -1,9 +1,12 @@
 package fib
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 	"unsafe"
+
+	"github.com/nlemu/nlemu/rtnl"
 )
 
 // lpmIndex is a table's read-optimized longest-prefix-match index, built
@@ -79,6 +82,64 @@ const (
 type coverEnt struct {
 	l    leaf
 	bits int
+	fa   fastAns
+}
+
+// fastAns is a prefix's answer for the flows of the written-out fast path
+// (lookup_fast.go), computed once when its index entry is built: the
+// entries are immutable (a nexthop going dead stores a new entry list and
+// so a new index entry, sync.go), so the answer holds as long as the entry.
+// It spares the lookup the loads of the entry and of its nexthop array,
+// two dependent cache lines per lookup on a table of distinct gateways,
+// that choose4 / choose6 read to reach the same answer
+// (TestFastAnsMatchesChoose).
+//
+// IPv4 (fib_table_lookup()'s loop over the prefix's aliases for a flow
+// without an output device): the first entry answers every TOS when its
+// own tos is 0, every flow scope up to its own, with its first live
+// nexthop, when it is a unicast-like type (TypeError 0) with a nexthop.
+// IPv6 (rt6_select() over one entry, no device to score): one entry
+// without a source prefix, with a live nexthop, answers with that nexthop
+// and its type's error.
+type fastAns struct {
+	// nh is the nexthop chosen; -1: no precomputed answer, the lookup
+	// reads the entries.
+	nh int8
+	// aux is, for IPv4, the entry's scope (the flow's must not exceed it)
+	// and, for IPv6, the type's errno (TypeError).
+	aux uint8
+}
+
+// noFast is the fastAns of entries the lookup must read.
+var noFast = fastAns{nh: -1}
+
+// fastOf computes l's fastAns (see there); the family is the entry's.
+func fastOf(l leaf) fastAns {
+	if l.head == nil {
+		return noFast
+	}
+	e := &l.head.r
+	nh := -1
+	for j := range e.Nexthops {
+		if e.Nexthops[j].Flags&rtnl.RTNH_F_DEAD == 0 {
+			nh = j
+			break
+		}
+	}
+	if nh < 0 || nh > math.MaxInt8 {
+		return noFast
+	}
+	err := TypeError(e.Type)
+	if e.Family == rtnl.AF_INET6 {
+		if l.tail != nil || e.Src.Bits() > 0 || err > math.MaxUint8 {
+			return noFast
+		}
+		return fastAns{nh: int8(nh), aux: uint8(err)}
+	}
+	if e.Tos != 0 || err != 0 {
+		return noFast
+	}
+	return fastAns{nh: int8(nh), aux: e.Scope}
 }
 
 // A bucket is the prefixes longer than the level inside one /16 (IPv4) or
@@ -96,8 +157,11 @@ type coverEnt struct {
 type ent4 struct {
 	net  uint32
 	bits uint8
-	cnt  uint16
-	l    leaf
+	// cnt is the bucket's length in its first entry (at most bucketMax,
+	// checked by seal4: a byte keeps the entry at 24 bytes with fa).
+	cnt uint8
+	fa  fastAns
+	l   leaf
 }
 
 // node6 is the second IPv6 level under one /16.
@@ -116,6 +180,7 @@ var (
 type ent6 struct {
 	hi, lo uint64
 	bits   uint8
+	fa     fastAns
 	cnt    uint16
 	l      leaf
 }
@@ -418,7 +483,7 @@ func coverWith(a *parr[coverEnt], v uint32, bits, levelBits, minBits int, p neti
 	span := uint32(1) << uint(levelBits-bits)
 	first := v &^ (span - 1) & 0xffff
 	if l.len() > 0 {
-		e := &coverEnt{l: l, bits: bits}
+		e := &coverEnt{l: l, bits: bits, fa: fastOf(l)}
 		return a.update(first, span, func(old *coverEnt) *coverEnt {
 			if old == nil || old.bits <= bits {
 				return e
@@ -429,7 +494,7 @@ func coverWith(a *parr[coverEnt], v uint32, bits, levelBits, minBits int, p neti
 	var repl *coverEnt
 	for q, ql := range s.Supernets(p) {
 		if q.Bits() < bits && q.Bits() >= minBits {
-			repl = &coverEnt{l: ql, bits: q.Bits()}
+			repl = &coverEnt{l: ql, bits: q.Bits(), fa: fastOf(ql)}
 			break
 		}
 	}
@@ -469,7 +534,7 @@ func bucket4With(b *ent4, net uint32, bits uint8, l leaf, existed bool, p netip.
 	case n > bucketMax:
 		return slow4
 	case b == nil:
-		return &ent4{net: net, bits: bits, cnt: 1, l: l}
+		return &ent4{net: net, bits: bits, cnt: 1, fa: fastOf(l), l: l}
 	}
 	e := make([]ent4, 0, int(b.cnt)+1)
 	for _, x := range unsafe.Slice(b, b.cnt) {
@@ -478,7 +543,7 @@ func bucket4With(b *ent4, net uint32, bits uint8, l leaf, existed bool, p netip.
 		}
 	}
 	if !del {
-		e = append(e, ent4{net: net, bits: bits, l: l})
+		e = append(e, ent4{net: net, bits: bits, fa: fastOf(l), l: l})
 	}
 	return seal4(e)
 }
@@ -514,7 +579,10 @@ func seal4(e []ent4) *ent4 {
 	for i := range e {
 		e[i].cnt = 0
 	}
-	e[0].cnt = uint16(len(e))
+	if len(e) > math.MaxUint8 {
+		panic("fib: an IPv4 index bucket longer than its byte count (bucketMax > 255)")
+	}
+	e[0].cnt = uint8(len(e))
 	return &e[0]
 }
 
@@ -526,7 +594,7 @@ func refill4(block netip.Prefix, s *store) *ent4 {
 			continue
 		}
 		_, lo := addr128(q.Addr())
-		e = append(e, ent4{net: uint32(lo), bits: uint8(q.Bits()), l: ql})
+		e = append(e, ent4{net: uint32(lo), bits: uint8(q.Bits()), fa: fastOf(ql), l: ql})
 	}
 	return seal4(e)
 }
@@ -557,7 +625,7 @@ func bucket6With(b *ent6, hi, lo uint64, bits uint8, l leaf, existed bool, p net
 	case n > bucketMax:
 		return slow6
 	case b == nil:
-		return &ent6{hi: hi, lo: lo, bits: bits, cnt: 1, l: l}
+		return &ent6{hi: hi, lo: lo, bits: bits, cnt: 1, fa: fastOf(l), l: l}
 	}
 	e := make([]ent6, 0, int(b.cnt)+1)
 	for _, x := range unsafe.Slice(b, b.cnt) {
@@ -566,7 +634,7 @@ func bucket6With(b *ent6, hi, lo uint64, bits uint8, l leaf, existed bool, p net
 		}
 	}
 	if !del {
-		e = append(e, ent6{hi: hi, lo: lo, bits: bits, l: l})
+		e = append(e, ent6{hi: hi, lo: lo, bits: bits, fa: fastOf(l), l: l})
 	}
 	return seal6(e)
 }
@@ -597,7 +665,7 @@ func refill6(block netip.Prefix, s *store) *ent6 {
 			continue
 		}
 		hi, lo := addr128(q.Addr())
-		e = append(e, ent6{hi: hi, lo: lo, bits: uint8(q.Bits()), l: ql})
+		e = append(e, ent6{hi: hi, lo: lo, bits: uint8(q.Bits()), fa: fastOf(ql), l: ql})
 	}
 	return seal6(e)
 }

@@ -62,6 +62,7 @@ func probe4(s *store, id uint32, k *flow.Key, h *hit) (syscall.Errno, bool) {
 	_, w := addrWords(k.Dst)
 	a := uint32(w)
 	var l leaf
+	var fa fastAns
 	bits := -1
 	if b := x.bkt4.get(a >> 16); b != nil {
 		if b.cnt == 0 {
@@ -69,7 +70,7 @@ func probe4(s *store, id uint32, k *flow.Key, h *hit) (syscall.Errno, bool) {
 		}
 		for _, e := range unsafe.Slice(b, b.cnt) {
 			if a&(^uint32(0)<<(32-e.bits)) == e.net { // bits > 16
-				l, bits = e.l, int(e.bits)
+				l, bits, fa = e.l, int(e.bits), e.fa
 				break
 			}
 		}
@@ -79,7 +80,14 @@ func probe4(s *store, id uint32, k *flow.Key, h *hit) (syscall.Errno, bool) {
 		if c == nil {
 			return syscall.EAGAIN, true // no prefix contains it
 		}
-		l, bits = c.l, c.bits
+		l, bits, fa = c.l, c.bits, c.fa
+	}
+	if fa.nh >= 0 && k.OIF == 0 && k.Scope <= fa.aux {
+		// The answer computed with the index entry (fastAns): the first
+		// entry and its first live nexthop, without reading either.
+		h.Entry, h.NH, h.Table = &l.head.r, int(fa.nh), id
+		h.Dst = withWords(k.Dst, 0, w&^0xffffffff|uint64(a&mask32(bits)), bits)
+		return 0, true
 	}
 	n := 1
 	if l.tail != nil {
@@ -175,6 +183,7 @@ func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (s
 	}
 	hi, lo := addrWords(k.Dst)
 	var l leaf
+	var fa fastAns
 	var phi, plo uint64
 	bits := -1
 	v0 := uint32(hi >> 48)
@@ -187,14 +196,14 @@ func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (s
 			for _, e := range unsafe.Slice(b, b.cnt) {
 				mh, ml := mask128(int(e.bits))
 				if hi&mh == e.hi && lo&ml == e.lo {
-					l, bits, phi, plo = e.l, int(e.bits), e.hi, e.lo
+					l, bits, phi, plo, fa = e.l, int(e.bits), e.hi, e.lo, e.fa
 					break
 				}
 			}
 		}
 		if bits < 0 {
 			if c := nd.cov.get(v1); c != nil {
-				l, bits, phi = c.l, c.bits, hi&^(^uint64(0)>>c.bits)
+				l, bits, phi, fa = c.l, c.bits, hi&^(^uint64(0)>>c.bits), c.fa
 			}
 		}
 	}
@@ -203,10 +212,14 @@ func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (s
 		if c == nil {
 			return syscall.EAGAIN, true
 		}
-		l, bits, phi = c.l, c.bits, hi&^(^uint64(0)>>c.bits)
+		l, bits, phi, fa = c.l, c.bits, hi&^(^uint64(0)>>c.bits), c.fa
 	}
 	var err syscall.Errno
-	if e := &l.head.r; l.tail == nil && oif == 0 && e.Src.Bits() <= 0 && len(e.Nexthops) > 0 {
+	if fa.nh >= 0 && oif == 0 {
+		// One entry, scored on no device, answered when the index entry
+		// was built (fastAns): its first live hop and its type's error.
+		h.Entry, h.NH, err = &l.head.r, int(fa.nh), syscall.Errno(fa.aux)
+	} else if e := &l.head.r; l.tail == nil && oif == 0 && e.Src.Bits() <= 0 && len(e.Nexthops) > 0 {
 		// One entry, scored on no device: its first live hop, or no
 		// answer at this prefix when every hop is dead.
 		nh := -1
