@@ -78,6 +78,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,8 +87,10 @@
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <linux/netlink.h>
@@ -122,6 +125,7 @@
 #define NLEMU_ACK 0xFE05   /* answers a SETSOCKOPT/BIND sent with NLM_F_ACK */
 #define NLEMU_RECVLEN 0xFE00 /* SOL_NETLINK option name */
 #define NLEMU_GROUPFRAMES 0xFE01 /* SOL_NETLINK option: frame notifications */
+#define NLEMU_SPINSTATS 0xFE02 /* SOL_NETLINK getsockopt, the shim's own: u32 hits, misses, skips */
 #define NLEMU_VERSION 1
 
 #define HELLO_OPT_EXT_ACK (1u << 0)
@@ -141,6 +145,74 @@
 
 /* Size of the SOCKERR datagram: nlmsghdr + i32 errno. */
 #define SOCKERR_LEN (NLMSG_HDRLEN + 4)
+
+/* ---- spin then block -------------------------------------------------
+ *
+ * Through the shim every request is a round trip to another process: the
+ * client's receive blocks, the server's send wakes it, and each side pays
+ * a wake-up and a context switch per request (the kernel answers inside the
+ * sender's sendmsg: no switch). On a machine with a CPU to spare the wait
+ * for the reply of a request just sent first polls the socket without
+ * blocking (recvmsg MSG_DONTWAIT, a pause and the vDSO clock in between)
+ * for up to NLEMU_SPIN_US microseconds, and blocks only after that, as the
+ * kernel's busy polling (SO_BUSY_POLL, sk_busy_loop()) and glibc's adaptive
+ * mutexes do; with the server spinning too (server/fdconn.go) a round trip
+ * is then four system calls and no wake-up.
+ *
+ * Adaptive, per socket: a wait that ends within the window (a hit) lowers
+ * the back-off level by one; one that does not (a miss: the reply came
+ * later, or never, as for a listener after its last reply) raises it and
+ * the next 2^level - 1 waits block at once (level at most SPIN_MAX_LEVEL).
+ * So a client queued behind a busy server, whose replies take milliseconds,
+ * spins for about one wait in a thousand, and one whose replies come in
+ * time spins for each. Only a blocking receive (no MSG_DONTWAIT, the socket
+ * not O_NONBLOCK as far as socket(), fcntl() and ioctl(FIONBIO) told us)
+ * after a send on the socket spins; poll() and friends never do. Never
+ * with one CPU to run on (sched_getaffinity): the spin would only delay the
+ * server. NLEMU_SPIN_US=0 turns it off. */
+
+/* SPIN_US_DEFAULT: chosen by measurement (docs/SHIM.md, "Spin then block"). */
+#define SPIN_US_DEFAULT 50
+#define SPIN_US_MAX 10000
+#define SPIN_MAX_LEVEL 10
+/* SPIN_PROBE_NS: the time between two probes of the socket. */
+#define SPIN_PROBE_NS 300
+
+/* spin_ns is the spin window in nanoseconds, 0 for none (set once, by the
+ * constructor: until it runs nothing spins). */
+static long spin_ns;
+
+static void spin_init(void)
+{
+	long us = SPIN_US_DEFAULT;
+	const char *e = getenv("NLEMU_SPIN_US");
+	if (e && *e) {
+		char *end;
+		long v = strtol(e, &end, 10);
+		if (*end == 0 && v >= 0)
+			us = v > SPIN_US_MAX ? SPIN_US_MAX : v;
+	}
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) < 2)
+		us = 0;
+	spin_ns = us * 1000;
+}
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 /* Groups we track: as many as rtnetlink has (the kernel's nlk->ngroups). */
 /* nlk->ngroups of NETLINK_ROUTE: RTNLGRP_MAX of Linux 6.18, measured (the
@@ -317,6 +389,12 @@ struct nlsock {
 	unsigned char *ra_buf;
 	size_t ra_len;  /* bytes of it held (0: none) */
 	size_t ra_real; /* the datagram's length (more than ra_len only past RA_CAP) */
+	/* Spinning for the reply (see "spin then block"). */
+	int nonblock;        /* O_NONBLOCK as set through socket(), fcntl(), ioctl(FIONBIO) */
+	int expect;          /* a request was sent: its reply may be spun for */
+	unsigned spin_level; /* back-off: after a miss, 2^level - 1 waits do not spin */
+	unsigned spin_skip;  /* waits left that do not spin */
+	uint32_t spin_hits, spin_misses, spin_skips; /* getsockopt NLEMU_SPINSTATS */
 };
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -538,6 +616,7 @@ static int in_vm_child(void) { return getpid() != table_pid; }
 __attribute__((constructor)) static void nlemu_init(void)
 {
 	INIT();
+	spin_init();
 	table_pid = getpid();
 	pthread_atfork(atfork_prepare, atfork_release, atfork_child);
 }
@@ -1067,6 +1146,7 @@ EXPORT int socket(int domain, int type, int protocol)
 	}
 	s->type = base;
 	s->portid = portid;
+	s->nonblock = (type & SOCK_NONBLOCK) != 0;
 	s->rcvbuf = read_sysctl("/proc/sys/net/core/rmem_default", 212992);
 	s->sndbuf = read_sysctl("/proc/sys/net/core/wmem_default", 212992);
 	tab_lock();
@@ -1370,6 +1450,17 @@ static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *op
 	unsigned bit = flag_opt(name);
 	if (bit)
 		return put_int(optval, optlen, (c.opts & bit) ? 1 : 0);
+	if (name == NLEMU_SPINSTATS) {
+		/* the shim's own: how its waits for replies went */
+		uint32_t v[3] = {c.spin_hits, c.spin_misses, c.spin_skips};
+		if (!optlen || *optlen < sizeof(v)) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(optval, v, sizeof(v));
+		*optlen = sizeof(v);
+		return 0;
+	}
 	if (name == NETLINK_LIST_MEMBERSHIPS) {
 		/* as netlink_getsockopt: as many u32 words as fit, and the
 		 * length the whole bitmap needs */
@@ -1400,7 +1491,7 @@ EXPORT int getsockopt(int fd, int level, int name, void *optval, socklen_t *optl
 
 /* ---- sending ---------------------------------------------------------- */
 
-static ssize_t nl_sendmsg(int fd, const struct msghdr *msg, int flags)
+static ssize_t nl_sendmsg(struct nlsock *s, int fd, const struct msghdr *msg, int flags)
 {
 	if (flags & MSG_OOB) {
 		errno = EOPNOTSUPP;
@@ -1424,7 +1515,13 @@ static ssize_t nl_sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (total == 0)
 		return 0;
 	struct msghdr m = {.msg_iov = msg->msg_iov, .msg_iovlen = msg->msg_iovlen};
-	return real_sendmsg(fd, &m, (flags & MSG_DONTWAIT) | MSG_NOSIGNAL);
+	ssize_t n = real_sendmsg(fd, &m, (flags & MSG_DONTWAIT) | MSG_NOSIGNAL);
+	if (n > 0 && spin_ns > 0) {
+		tab_lock();
+		s->expect = 1;
+		tab_unlock();
+	}
+	return n;
 }
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -1433,7 +1530,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct nlsock *s = nl_get(fd);
 	if (!s)
 		return real_sendmsg(fd, msg, flags);
-	ssize_t n = nl_sendmsg(fd, msg, flags);
+	ssize_t n = nl_sendmsg(s, fd, msg, flags);
 	nl_put(s);
 	return n;
 }
@@ -1448,7 +1545,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, CSA_ARG ad
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct msghdr m = {.msg_name = (void *)SA_PTR(addr), .msg_namelen = alen,
 			   .msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n = nl_sendmsg(fd, &m, flags);
+	ssize_t n = nl_sendmsg(s, fd, &m, flags);
 	nl_put(s);
 	return n;
 }
@@ -1461,7 +1558,7 @@ EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 		return real_send(fd, buf, len, flags);
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n = nl_sendmsg(fd, &m, flags);
+	ssize_t n = nl_sendmsg(s, fd, &m, flags);
 	nl_put(s);
 	return n;
 }
@@ -1474,7 +1571,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t len)
 		return real_write(fd, buf, len);
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n = nl_sendmsg(fd, &m, 0);
+	ssize_t n = nl_sendmsg(s, fd, &m, 0);
 	nl_put(s);
 	return n;
 }
@@ -1486,7 +1583,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	if (!s)
 		return real_writev(fd, iov, iovcnt);
 	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
-	ssize_t n = nl_sendmsg(fd, &m, 0);
+	ssize_t n = nl_sendmsg(s, fd, &m, 0);
 	nl_put(s);
 	return n;
 }
@@ -1915,6 +2012,56 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
 	return real_epoll_pwait2(epfd, ev, maxevents, tmo, mask);
 }
 
+/* recv_any receives the next datagram from the socket: into the
+ * read-ahead for a peek in a single-threaded process, else into msg. */
+static ssize_t recv_any(struct nlsock *s, int fd, struct msghdr *msg, int flags, size_t cap,
+			unsigned opts)
+{
+	return (flags & MSG_PEEK) && single_threaded() ? read_ahead(s, fd, msg, flags, cap, opts)
+						       : recv_one(s, fd, msg, flags, cap, opts);
+}
+
+/* recv_spin is recv_any for the reply of a request just sent: probes
+ * without blocking for up to spin_ns, then blocks (see "spin then block").
+ * A probe's EAGAIN leaves nothing behind (recv_one and read_ahead return
+ * before touching msg), so the blocking receive after a miss is exactly
+ * the one recv_any would have made. */
+static ssize_t recv_spin(struct nlsock *s, int fd, struct msghdr *msg, int flags, size_t cap,
+			 unsigned opts)
+{
+	uint64_t start = mono_ns(), now = start;
+	int saved = errno;
+	for (;;) {
+		ssize_t r = recv_any(s, fd, msg, flags | MSG_DONTWAIT, cap, opts);
+		if (r != -1 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			if (r != RECV_AGAIN) {
+				tab_lock();
+				s->spin_hits++;
+				if (s->spin_level)
+					s->spin_level--;
+				tab_unlock();
+			}
+			return r;
+		}
+		uint64_t probe = now;
+		do {
+			cpu_relax();
+			now = mono_ns();
+		} while (now - probe < SPIN_PROBE_NS);
+		if (now - start >= (uint64_t)spin_ns)
+			break;
+	}
+	tab_lock();
+	s->spin_misses++;
+	if (s->spin_level < SPIN_MAX_LEVEL)
+		s->spin_level++;
+	s->spin_skip = (1u << s->spin_level) - 1;
+	s->expect = 0;
+	tab_unlock();
+	errno = saved;
+	return recv_any(s, fd, msg, flags, cap, opts);
+}
+
 static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flags)
 {
 	if (flags & MSG_OOB) {
@@ -1949,10 +2096,19 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 			tab_unlock();
 			return r;
 		}
+		int spin = 0;
+		if (s->expect && !(flags & MSG_DONTWAIT) && !s->nonblock) {
+			if (s->spin_skip) {
+				s->spin_skip--;
+				s->spin_skips++;
+				s->expect = 0;
+			} else {
+				spin = 1;
+			}
+		}
 		tab_unlock();
-		ssize_t r = (flags & MSG_PEEK) && single_threaded()
-				    ? read_ahead(s, fd, msg, flags, cap, opts)
-				    : recv_one(s, fd, msg, flags, cap, opts);
+		ssize_t r = spin ? recv_spin(s, fd, msg, flags, cap, opts)
+				 : recv_any(s, fd, msg, flags, cap, opts);
 		if (r != RECV_AGAIN)
 			return r;
 	}
@@ -2065,7 +2221,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 		return real_sendmmsg(fd, vec, vlen, flags);
 	unsigned int i;
 	for (i = 0; i < vlen; i++) {
-		ssize_t n = nl_sendmsg(fd, &vec[i].msg_hdr, flags);
+		ssize_t n = nl_sendmsg(s, fd, &vec[i].msg_hdr, flags);
 		if (n < 0)
 			break;
 		vec[i].msg_len = (unsigned int)n;
@@ -2206,9 +2362,24 @@ EXPORT int dup3(int oldfd, int newfd, int flags)
 	return fd;
 }
 
+/* note_nonblock records O_NONBLOCK of a tracked socket: a receive on a
+ * non-blocking socket never spins (see "spin then block"). */
+static void note_nonblock(int fd, int on)
+{
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return;
+	tab_lock();
+	s->nonblock = on;
+	tab_unlock();
+	nl_put(s);
+}
+
 static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
 	int r = real(fd, cmd, arg);
+	if (cmd == F_SETFL && r >= 0 && maybe_tracked(fd))
+		note_nonblock(fd, ((long)arg & O_NONBLOCK) != 0);
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0 &&
 	    (maybe_tracked(fd) || maybe_tracked(r)) && !in_vm_child())
 		dup_track(fd, r);
@@ -3063,6 +3234,13 @@ EXPORT int ioctl(int fd, unsigned long request, ...)
 	 * namespace; everything else outside 0x89xx (terminal ioctls from a
 	 * SIGWINCH handler among them) goes straight to libc. */
 	int tun = ((r >> 8) & 0xff) == 'T' && (r & 0xff) >= 200 && (r & 0xff) <= 227;
+	if (r == FIONBIO && arg && maybe_tracked(fd)) {
+		int on = *(const int *)arg != 0;
+		int ret = real_ioctl(fd, request, arg);
+		if (ret == 0)
+			note_nonblock(fd, on);
+		return ret;
+	}
 	if ((!tun && (r & 0xffffff00u) != 0x8900u) || !server_path())
 		return real_ioctl(fd, request, arg);
 	if (tun) {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -58,6 +59,11 @@ type fdConn struct {
 	// when it moved on, another connection was served meanwhile.
 	seen  uint64
 	alone bool // reader only: no other loop read since our previous one
+
+	// spin is the busy reader's back-off, away its CPU placement while
+	// it spins (reader only; spinBusy).
+	spin spinState
+	away *awayPin
 }
 
 // busyIdle is how long a busy connection's blocking receive waits before
@@ -93,6 +99,146 @@ var (
 	// busyYields counts the busy readers that left busy mode because
 	// another connection was served (not by their idle timeout).
 	busyYields atomic.Uint64
+)
+
+// busySpin is how long a busy reader that just answered polls its socket
+// without blocking before its blocking receive (spinBusy):
+// NLEMU_LOOP_SPIN_US microseconds (0 turns it off, at most 10,000), else
+// defaultBusySpin; none with one CPU, where the spin would only delay the
+// client it waits for.
+var busySpin = spinWindow("NLEMU_LOOP_SPIN_US", defaultBusySpin)
+
+// defaultBusySpin: chosen by measurement (docs/PROTOCOL.md, "Spin then
+// block").
+const defaultBusySpin = 50 * time.Microsecond
+
+// spinWindow is the spin window env (microseconds) asks for, else def; 0
+// on a machine with one CPU to run on.
+func spinWindow(env string, def time.Duration) time.Duration {
+	d := def
+	if v, err := strconv.Atoi(os.Getenv(env)); err == nil && v >= 0 {
+		d = time.Duration(min(v, 10000)) * time.Microsecond
+	}
+	if runtime.NumCPU() < 2 {
+		return 0
+	}
+	return d
+}
+
+// spinMaxLevel bounds the back-off: after a miss at level L, the next
+// 2^L-1 waits do not spin.
+const spinMaxLevel = 10
+
+// spinState is one waiter's adaptive spin (the shim's is the same, per
+// socket: preload/nlemu_preload.c, "spin then block"): a wait that ends
+// within the window lowers the level by one, a miss raises it and skips
+// spinning for the next 2^level-1 waits, so a peer whose requests keep
+// coming in time is spun for at every request and one that has gone
+// quiet costs one window now and then.
+type spinState struct {
+	level uint8
+	skip  uint16
+}
+
+// want reports whether this wait spins (and counts down a skip).
+func (s *spinState) want() bool {
+	if s.skip > 0 {
+		s.skip--
+		return false
+	}
+	return true
+}
+
+// hit records a wait that ended within the window.
+func (s *spinState) hit() {
+	if s.level > 0 {
+		s.level--
+	}
+}
+
+// miss records a wait that outlasted the window.
+func (s *spinState) miss() {
+	if s.level < spinMaxLevel {
+		s.level++
+	}
+	s.skip = 1<<s.level - 1
+}
+
+// awayPin keeps a spinning busy reader's thread off the CPU its client
+// runs on. A spin pays only while both sides run at once: the scheduler
+// places a woken task beside its waker (wake_affine() in
+// select_task_rq_fair()), and a client woken onto the CPU where the reader
+// spins waits for the spinner's time slice (measured on 2 CPUs: a round
+// trip of 14-22 us with the reader spinning unpinned, against 9.4-9.9 us
+// with no spin at all). The thread is locked to the goroutine while busy
+// and its affinity is every CPU the process may use but the client's,
+// looked at again after every miss and every rehomeEvery hits, and given
+// back (restore) before the thread is unlocked.
+type awayPin struct {
+	pid    int32
+	saved  unix.CPUSet
+	ok     bool // saved holds the thread's affinity before
+	client int  // the CPU excluded, -1 none
+	hits   uint32
+}
+
+// awayPinned counts the busy readers' moves off their client's CPU.
+var awayPinned atomic.Uint64
+
+// awayFrom locks the calling goroutine to its thread and moves the thread
+// off the CPU of client pid (when known and another CPU is allowed).
+func awayFrom(pid int32) *awayPin {
+	runtime.LockOSThread()
+	a := &awayPin{pid: pid, client: -1}
+	a.ok = unix.SchedGetaffinity(0, &a.saved) == nil
+	a.again()
+	return a
+}
+
+// again looks at the client's CPU and moves off it if needed.
+func (a *awayPin) again() {
+	if a == nil || !a.ok {
+		return
+	}
+	cpu := clientCPU(a.pid)
+	if cpu < 0 || cpu == a.client || !a.saved.IsSet(cpu) || a.saved.Count() < 2 {
+		return
+	}
+	set := a.saved
+	set.Clear(cpu)
+	if unix.SchedSetaffinity(0, &set) == nil {
+		a.client = cpu
+		awayPinned.Add(1)
+	}
+}
+
+// every calls again once every rehomeEvery hits (the load balancer may
+// have moved the client).
+func (a *awayPin) every() {
+	if a == nil {
+		return
+	}
+	a.hits++
+	if a.hits%rehomeEvery == 0 {
+		a.again()
+	}
+}
+
+// restore gives the thread its affinity back and unlocks it.
+func (a *awayPin) restore() {
+	if a.ok && a.client >= 0 {
+		unix.SchedSetaffinity(0, &a.saved)
+	}
+	runtime.UnlockOSThread()
+}
+
+// busySpinHits and busySpinMisses count the busy readers' spins that found
+// a request and those that ended in the blocking receive; busySpinSkips
+// the waits that did not spin (back-off).
+var (
+	busySpinHits   atomic.Uint64
+	busySpinMisses atomic.Uint64
+	busySpinSkips  atomic.Uint64
 )
 
 // errIdle is a busy receive's idle timeout.
@@ -206,6 +352,14 @@ func (t *fdConn) tryBusy() bool {
 // a loop.
 func (lc *loopConn) runBusy() {
 	t := lc.t
+	if busySpin > 0 {
+		if lc.pid == 0 {
+			lc.pid = peerPID(t.fd)
+		}
+		a := awayFrom(lc.pid)
+		defer a.restore()
+		t.away = a
+	}
 	for {
 		b, err := t.recvBusy()
 		if err == errIdle {
@@ -243,6 +397,21 @@ func (lc *loopConn) runBusy() {
 // at most busyIdle (errIdle after that).
 func (t *fdConn) recvBusy() ([]byte, error) {
 	buf := *t.buf
+	if busySpin > 0 {
+		if t.spin.want() {
+			if n, ok := t.spinBusy(buf); ok {
+				busySpinHits.Add(1)
+				t.spin.hit()
+				t.away.every()
+				return t.received(buf, n)
+			}
+			busySpinMisses.Add(1)
+			t.spin.miss()
+			t.away.again()
+		} else {
+			busySpinSkips.Add(1)
+		}
+	}
 	start := time.Now()
 	for {
 		n, _, e := syscall.Syscall6(unix.SYS_RECVFROM, uintptr(t.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), unix.MSG_TRUNC, 0, 0)
@@ -258,12 +427,48 @@ func (t *fdConn) recvBusy() ([]byte, error) {
 			return nil, errIdle
 		case e != 0:
 			return nil, e
-		case n == 0:
-			return nil, nil
-		case int(n) > len(buf):
-			return nil, errTooBig
 		}
-		return append([]byte(nil), buf[:n]...), nil
+		return t.received(buf, int(n))
+	}
+}
+
+// received is what a receive of n bytes into buf gave (MSG_TRUNC: n may
+// exceed buf): the datagram, nil at end of stream, or errTooBig.
+func (t *fdConn) received(buf []byte, n int) ([]byte, error) {
+	switch {
+	case n == 0:
+		return nil, nil
+	case n > len(buf):
+		return nil, errTooBig
+	}
+	return append([]byte(nil), buf[:n]...), nil
+}
+
+// spinBusy polls the socket without blocking for up to busySpin, so that
+// a client's next request, sent while this thread is still running, is
+// read with no wake-up (the client's send finds no sleeper to wake,
+// unix_dgram_sendmsg(): sk_data_ready() on an empty wait queue): with the
+// shim spinning for the reply as well, a round trip is four system calls
+// and no context switch. It gives up early when another connection is
+// read by a loop (the reader then leaves busy mode after its next
+// request, runBusy). The probes are raw system calls: a non-blocking
+// receive never sleeps. True and the length (MSG_TRUNC) when a datagram,
+// or the end of stream (0), came; false when the window passed or the
+// probe failed otherwise (the blocking receive then reports it).
+func (t *fdConn) spinBusy(buf []byte) (int, bool) {
+	start := time.Now()
+	for {
+		n, e := recvDontWait(t.fd, buf)
+		switch e {
+		case 0:
+			return n, true
+		case unix.EAGAIN, unix.EINTR:
+		default:
+			return 0, false
+		}
+		if time.Since(start) >= busySpin || loopReads.Load() != t.seen {
+			return 0, false
+		}
 	}
 }
 
