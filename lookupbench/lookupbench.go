@@ -122,8 +122,16 @@ type Family struct {
 	// (Scaling.BestOne, BestAll; parallel.go says why).
 	OneCore, AllCores float64
 	Cores             int
-	// Scaling holds the rounds of the scaling case and their statistic.
-	Scaling Scaling
+	// Scaling holds the rounds of the scaling case and their statistic;
+	// RefScaling the same rounds of the reference work (spin), the
+	// hardware's own scaling in this run.
+	Scaling, RefScaling Scaling
+	// Reference is the reference work sampled with the cases, ns per
+	// spin step: a slow machine shows here as well (reference.go).
+	Reference Stats
+	// Sched is the sampling thread's migrations and preemptions while
+	// it took the samples.
+	Sched ThreadSched
 	// ClockRead is the median cost of one read of the samples' clock,
 	// measured back to back in the same run, in nanoseconds; PerSample
 	// is the lookups per sample it is spread over (so each per-lookup
@@ -154,24 +162,31 @@ func ratio(a, b float64) float64 {
 // them (ratios as plain numbers).
 func (f *Family) JSON() map[string]any {
 	m := map[string]any{
-		"routes":                  f.Routes,
-		"rules":                   f.Rules,
-		"cores":                   f.Cores,
-		"hint_same_dst_speedup":   round3(f.HintSameDstSpeedup()),
-		"hint_distinct_ratio":     round3(f.HintDistinctRatio()),
-		"parallel_scaling":        round3(f.ParallelScaling()),
-		"rule_walk_ratio":         round3(ratio(f.RuleWalk.P50, f.FastPath.P50)),
-		"one_core_lookups_per_s":  round3(f.OneCore),
-		"all_cores_lookups_per_s": round3(f.AllCores),
-		"clock_read_ns":           round3(f.ClockRead),
-		"parallel_rounds":         len(f.Scaling.Rounds),
-		"parallel_rounds_clean":   f.Scaling.Clean,
-		"parallel_rounds_used":    f.Scaling.Used,
-		"parallel_scaling_median": round3(f.Scaling.Median),
-		"parallel_cpu_share_min":  round3(f.Scaling.MinShare),
-		"parallel_pinned":         b2i(f.Scaling.Pinned),
-		"parallel_steal_ms":       round3(f.Scaling.StealMS),
-		"lookups_per_sample":      f.PerSample,
+		"routes":                            f.Routes,
+		"rules":                             f.Rules,
+		"cores":                             f.Cores,
+		"hint_same_dst_speedup":             round3(f.HintSameDstSpeedup()),
+		"hint_distinct_ratio":               round3(f.HintDistinctRatio()),
+		"parallel_scaling":                  round3(f.ParallelScaling()),
+		"rule_walk_ratio":                   round3(ratio(f.RuleWalk.P50, f.FastPath.P50)),
+		"one_core_lookups_per_s":            round3(f.OneCore),
+		"all_cores_lookups_per_s":           round3(f.AllCores),
+		"clock_read_ns":                     round3(f.ClockRead),
+		"parallel_rounds":                   len(f.Scaling.Rounds),
+		"parallel_rounds_clean":             f.Scaling.CleanRounds,
+		"parallel_one_core_clean":           f.Scaling.CleanOne,
+		"parallel_all_cores_clean":          f.Scaling.CleanAll,
+		"parallel_scaling_median":           round3(f.Scaling.Median),
+		"parallel_cpu_share_min":            round3(f.Scaling.MinShare),
+		"parallel_pinned":                   b2i(f.Scaling.Pinned),
+		"parallel_steal_ms":                 round3(f.Scaling.StealMS),
+		"parallel_scaling_reference":        round3(f.RefScaling.Best),
+		"parallel_scaling_reference_median": round3(f.RefScaling.Median),
+		"reference_ns_p50":                  round3(f.Reference.P50),
+		"reference_ns_p90":                  round3(f.Reference.P90),
+		"sample_migrations":                 f.Sched.Migrations,
+		"sample_involuntary_switches":       f.Sched.Involuntary,
+		"lookups_per_sample":                f.PerSample,
 	}
 	for _, c := range f.cases() {
 		for _, p := range []struct {
@@ -404,6 +419,8 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 		{batch(same, false), &f.SameNoHints},
 		{batch(flows, true), &f.DistHints},
 		{batch(flows, false), &f.DistNoHints},
+		// The reference work, interleaved with the cases like one.
+		{func(int) { spinSink[0] = spin(int64(per)) }, &f.Reference},
 	}
 	fns := make([]func(int), len(cases))
 	pers := make([]int, len(cases))
@@ -413,12 +430,15 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 			pers[i] = perB
 		}
 	}
-	for i, st := range sample(cfg.Samples, pers, fns) {
+	var sts []Stats
+	sts, f.Sched = sample(cfg.Samples, pers, fns)
+	for i, st := range sts {
 		*cases[i].out = st
 	}
 	f.ClockRead, f.PerSample = ClockRead(), per
 	f.Scaling = parallel(ns.FIB, flows, ParallelConfig{Workers: cfg.Cores, Rounds: cfg.ParallelRounds, Phase: cfg.ParallelPhase})
 	f.OneCore, f.AllCores = f.Scaling.BestOne, f.Scaling.BestAll
+	f.RefScaling = runRounds(ParallelConfig{Workers: cfg.Cores, Rounds: cfg.ParallelRounds, Phase: cfg.ParallelPhase}, spinWork)
 	if bad != 0 {
 		return nil, fmt.Errorf("a lookup failed: %v", bad)
 	}
@@ -427,13 +447,15 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 
 // sample times n samples of each of the cases fns, in blocks (see below),
 // each sample of case c doing pers[c] lookups, and returns each case's
-// per-lookup times. A warm-up pass runs first. A sample is the goroutine's
+// per-lookup times, and the migrations and preemptions of the sampling
+// thread meanwhile. A warm-up pass runs first. A sample is the goroutine's
 // thread CPU time (CLOCK_THREAD_CPUTIME_ID, on a locked OS thread), not
 // wall time: on a shared machine it does not count the time other
 // processes ran, and on an idle one the two agree.
-func sample(n int, pers []int, fns []func(off int)) []Stats {
+func sample(n int, pers []int, fns []func(off int)) ([]Stats, ThreadSched) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	s0 := threadSched()
 	for i := 0; i < n/10+1; i++ {
 		for c, fn := range fns {
 			fn(i * pers[c])
@@ -472,7 +494,8 @@ func sample(n int, pers []int, fns []func(off int)) []Stats {
 	for i := range out {
 		st[i] = statsOf(out[i])
 	}
-	return st
+	s1 := threadSched()
+	return st, ThreadSched{s1.Migrations - s0.Migrations, s1.Involuntary - s0.Involuntary}
 }
 
 // ClockRead returns the median cost of one threadCPU call in nanoseconds,

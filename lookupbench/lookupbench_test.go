@@ -37,8 +37,10 @@ func TestRunJSONShape(t *testing.T) {
 	}
 	want = append(want, "routes", "rules", "cores", "hint_same_dst_speedup", "hint_distinct_ratio", "parallel_scaling",
 		"rule_walk_ratio", "one_core_lookups_per_s", "all_cores_lookups_per_s", "clock_read_ns", "lookups_per_sample",
-		"parallel_rounds", "parallel_rounds_clean", "parallel_rounds_used", "parallel_scaling_median",
-		"parallel_cpu_share_min", "parallel_pinned", "parallel_steal_ms")
+		"parallel_rounds", "parallel_rounds_clean", "parallel_one_core_clean", "parallel_all_cores_clean", "parallel_scaling_median",
+		"parallel_cpu_share_min", "parallel_pinned", "parallel_steal_ms",
+		"parallel_scaling_reference", "parallel_scaling_reference_median", "reference_ns_p50", "reference_ns_p90",
+		"sample_migrations", "sample_involuntary_switches")
 	slices.Sort(want)
 	if diff := cmp.Diff([]string{"4", "6"}, keys(got)); diff != "" {
 		t.Fatalf("families (-want +got):\n%s", diff)
@@ -67,7 +69,8 @@ func TestRunJSONShape(t *testing.T) {
 }
 
 // mayBeZero are the --json keys that are 0 on some machines or runs.
-var mayBeZero = map[string]bool{"parallel_rounds_clean": true, "parallel_pinned": true, "parallel_steal_ms": true}
+var mayBeZero = map[string]bool{"parallel_rounds_clean": true, "parallel_one_core_clean": true, "parallel_all_cores_clean": true, "parallel_pinned": true, "parallel_steal_ms": true,
+	"sample_migrations": true, "sample_involuntary_switches": true}
 
 func keys[V any](m map[string]V) []string {
 	var out []string

@@ -45,20 +45,25 @@ import (
 //     its CPU for the whole phase: preempted by another process on that
 //     CPU, or its vCPU descheduled by the host. Such a round is not clean.
 //
-// The statistic is the best clean round of each phase kind: the highest
-// one-core rate and the highest all-cores rate, over the clean rounds (all
-// rounds when none is clean, which the output says). Interference on a
-// shared machine is one-sided: a neighbour, a preemption, a stolen vCPU or
-// a polluted cache only ever slows a phase down, and nothing makes a
-// phase faster than the hardware runs the code, so the fastest phase of
-// each kind is the closest estimate of what the machine can do, and their
-// quotient the closest estimate of how the code scales on it. The median
-// of the per-round quotients is printed beside it: it answers "how did it
-// scale while this machine was as busy as it was", which is biased low
-// under load (the all-cores phase needs both CPUs free, the one-core phase
-// only one), and a large gap between the two says the run was disturbed.
-// The highest per-round quotient would be wrong: a disturbed one-core
-// phase inflates it.
+// The statistic is the best clean phase of each kind: the highest
+// one-core rate of the clean one-core phases over the highest all-cores
+// rate of the clean all-cores phases (a phase is clean when each of its
+// workers had at least CleanShare of its wall time on its CPU; when no
+// phase of a kind is clean, the best of all of that kind, which the output
+// says). Interference on a shared machine is one-sided: a neighbour, a
+// preemption, a stolen vCPU or a polluted cache only ever slows a phase
+// down, and nothing makes a phase faster than the hardware runs the code,
+// so the fastest phase of each kind is the closest estimate of what the
+// machine can do, and their quotient the closest estimate of how the code
+// scales on it. The two phases need not come from one round: each is a
+// measurement of its own of one capability (a round whose other phase was
+// disturbed still has one good phase). The median of the per-round
+// quotients over the rounds clean in both phases is printed beside it: it
+// answers "how did it scale while this machine was as busy as it was",
+// which is biased low under load (the all-cores phase needs both CPUs
+// free, the one-core phase only one), and a large gap between the two
+// says the run was disturbed. The highest per-round quotient would be
+// wrong: a disturbed one-core phase inflates it.
 
 // CleanShare is the least thread CPU time over wall time that every worker
 // of both phases must have had for a round to count as clean. An
@@ -104,6 +109,10 @@ func (p *Phase) MinShare() float64 {
 	return m
 }
 
+// Clean reports whether every worker of the phase had at least share of
+// its wall time on its CPU.
+func (p *Phase) Clean(share float64) bool { return p.MinShare() >= share }
+
 // Round is one one-core phase and one all-cores phase.
 type Round struct {
 	OneFirst bool
@@ -113,25 +122,24 @@ type Round struct {
 // Ratio is the round's all-cores rate over its one-core rate.
 func (r *Round) Ratio() float64 { return ratio(r.All.Rate(), r.One.Rate()) }
 
-// Clean reports whether every worker of both phases had at least share of
-// its wall time on its CPU.
-func (r *Round) Clean(share float64) bool {
-	return r.One.MinShare() >= share && r.All.MinShare() >= share
-}
+// Clean reports whether both phases are clean.
+func (r *Round) Clean(share float64) bool { return r.One.Clean(share) && r.All.Clean(share) }
 
 // Scaling is the statistic of a scaling measurement (see CleanShare).
 type Scaling struct {
 	Rounds []Round
-	// Clean is the number of clean rounds; Used is the number the
-	// figures below are taken over (Clean, or every round when no round
-	// is clean).
-	Clean, Used int
-	// BestOne and BestAll are the highest one-core and all-cores rates of
-	// the used rounds, lookups per second; Best is BestAll / BestOne.
+	// CleanOne and CleanAll are the numbers of clean one-core and
+	// all-cores phases, CleanRounds the rounds clean in both.
+	CleanOne, CleanAll, CleanRounds int
+	// BestOne is the highest one-core rate of the clean one-core phases
+	// (of all of them when none is clean), lookups per second; BestAll the
+	// same for the all-cores phases; Best is BestAll / BestOne.
 	BestOne, BestAll, Best float64
-	// Median is the median of the used rounds' Ratio.
+	// Median is the median Ratio of the rounds clean in both phases (of
+	// every round when none is).
 	Median float64
-	// MinShare is the lowest worker CPU share of the used rounds.
+	// MinShare is the lowest worker CPU share of the phases BestOne and
+	// BestAll come from.
 	MinShare float64
 	// Pinned reports whether every worker's thread was pinned to a CPU of
 	// its own.
@@ -140,46 +148,60 @@ type Scaling struct {
 	StealMS float64
 }
 
-// scalingOf computes the statistic over rounds; a round is clean when
-// every worker had at least share of its wall time.
+// scalingOf computes the statistic over rounds; a phase is clean when each
+// of its workers had at least share of its wall time.
 func scalingOf(rounds []Round, share float64) Scaling {
 	s := Scaling{Rounds: rounds, MinShare: 1}
-	var used []*Round
-	for i := range rounds {
-		if rounds[i].Clean(share) {
-			used = append(used, &rounds[i])
-		}
-		s.StealMS += rounds[i].One.StealMS + rounds[i].All.StealMS
-	}
-	s.Clean = len(used)
-	if len(used) == 0 {
-		for i := range rounds {
-			used = append(used, &rounds[i])
-		}
-	}
-	s.Used = len(used)
-	if len(used) == 0 {
+	if len(rounds) == 0 {
 		return s
 	}
-	ratios := make([]float64, len(used))
-	for i, r := range used {
-		s.BestOne = max(s.BestOne, r.One.Rate())
-		s.BestAll = max(s.BestAll, r.All.Rate())
-		s.MinShare = min(s.MinShare, r.One.MinShare(), r.All.MinShare())
-		ratios[i] = r.Ratio()
+	// best returns the fastest clean phase of a kind (the fastest of all
+	// when none is clean) and the number of clean ones.
+	best := func(kind func(*Round) *Phase) (*Phase, int) {
+		var b, bc *Phase
+		clean := 0
+		for i := range rounds {
+			p := kind(&rounds[i])
+			if b == nil || p.Rate() > b.Rate() {
+				b = p
+			}
+			if p.Clean(share) {
+				clean++
+				if bc == nil || p.Rate() > bc.Rate() {
+					bc = p
+				}
+			}
+		}
+		if bc != nil {
+			b = bc
+		}
+		return b, clean
 	}
+	one, cleanOne := best(func(r *Round) *Phase { return &r.One })
+	all, cleanAll := best(func(r *Round) *Phase { return &r.All })
+	s.CleanOne, s.CleanAll = cleanOne, cleanAll
+	s.BestOne, s.BestAll = one.Rate(), all.Rate()
 	s.Best = ratio(s.BestAll, s.BestOne)
+	s.MinShare = min(one.MinShare(), all.MinShare())
+	var ratios, every []float64
+	for i := range rounds {
+		r := &rounds[i]
+		s.StealMS += r.One.StealMS + r.All.StealMS
+		every = append(every, r.Ratio())
+		if r.Clean(share) {
+			ratios = append(ratios, r.Ratio())
+		}
+	}
+	s.CleanRounds = len(ratios)
+	if len(ratios) == 0 {
+		ratios = every
+	}
 	s.Median = median(ratios)
 	s.Pinned = true
+	cpus := make(map[int]bool)
 	for _, w := range rounds[0].All.Workers {
-		s.Pinned = s.Pinned && w.CPU >= 0
-	}
-	if ws := rounds[0].All.Workers; s.Pinned {
-		cpus := make(map[int]bool)
-		for _, w := range ws {
-			cpus[w.CPU] = true
-		}
-		s.Pinned = len(cpus) == len(ws)
+		s.Pinned = s.Pinned && w.CPU >= 0 && !cpus[w.CPU]
+		cpus[w.CPU] = true
 	}
 	return s
 }
@@ -210,12 +232,6 @@ type ParallelConfig struct {
 
 // parallel measures Scaling for the fast path of f over flows.
 func parallel(f *fib.FIB, flows []flow.Key, pc ParallelConfig) Scaling {
-	if pc.Rounds <= 0 {
-		pc.Rounds = 21
-	}
-	if pc.Phase <= 0 {
-		pc.Phase = 20 * time.Millisecond
-	}
 	work := func(w int, n int64) {
 		j := w * 997 % len(flows)
 		for i := int64(0); i < n; i++ {
@@ -231,6 +247,12 @@ func parallel(f *fib.FIB, flows []flow.Key, pc ParallelConfig) Scaling {
 // runRounds runs pc's rounds of work(worker, lookups) on pinned workers
 // and returns their statistic.
 func runRounds(pc ParallelConfig, work func(w int, n int64)) Scaling {
+	if pc.Rounds <= 0 {
+		pc.Rounds = 21
+	}
+	if pc.Phase <= 0 {
+		pc.Phase = 20 * time.Millisecond
+	}
 	g := max(pc.Workers, 1)
 	cpus := allowedCPUs()
 	ws := startWorkers(g, cpus, work)

@@ -31,47 +31,54 @@ func round(oneMS, allMS, s1, s2, s3 float64) Round {
 	}
 }
 
-// TestScalingStatistic: the best clean round of each phase kind, the
-// median of the clean rounds' ratios, clean rounds only unless none is,
-// and pinning reported only when every worker has a CPU of its own.
+// TestScalingStatistic: the best clean phase of each kind (each kind on
+// its own: a round whose other phase was disturbed still counts for its
+// clean one), the median of the ratios of the rounds clean in both, the
+// best of all when no phase of a kind is clean, and pinning reported only
+// when every worker has a CPU of its own.
 func TestScalingStatistic(t *testing.T) {
 	type got struct {
-		Clean, Used               int
-		BestOne, BestAll, Best    float64
-		Median, MinShare, StealMS float64
-		Pinned                    bool
+		CleanOne, CleanAll, CleanRounds int
+		BestOne, BestAll, Best          float64
+		Median, MinShare, StealMS       float64
+		Pinned                          bool
 	}
+	const r105, r11, r12 = 2e6 / 10.5e-3 / 1e8, 2e6 / 11e-3 / 1e8, 2e6 / 12e-3 / 1e8 // ratios over 1e8/s
 	for _, tc := range []struct {
 		name   string
 		rounds []Round
 		want   got
 	}{{
-		// 1e6 lookups in 10 ms: 1e8/s; 2e6 in 10.5 ms; ratios 2e6/10.5
-		// over 1e6/10 = 1.905, 2e6/11/(1e6/12) = 2.182, 1.818.
-		name:   "all clean: best of each, median of the ratios",
+		// 1e6 lookups in 10 ms: 1e8/s; 2e6 in 10.5 ms; round ratios
+		// 1.905, 2e6/11 ms over 1e6/12 ms = 2.182, and 1.818.
+		name:   "all clean: best of each kind, median of the ratios",
 		rounds: []Round{round(10, 10.5, 1, 0.99, 1), round(12, 11, 1, 1, 1), round(10, 11, 0.98, 1, 0.97)},
-		want: got{Clean: 3, Used: 3, BestOne: 1e8, BestAll: 2e6 / 10.5e-3, Best: 2e6 / 10.5e-3 / 1e8,
-			Median: 2e6 / 10.5e-3 / 1e8, MinShare: 0.97, Pinned: true},
+		want: got{CleanOne: 3, CleanAll: 3, CleanRounds: 3, BestOne: 1e8, BestAll: r105 * 1e8, Best: r105,
+			Median: r105, MinShare: 0.99, Pinned: true},
 	}, {
-		// The second round's all-cores phase is the fastest but a worker
-		// had 0.5 of its CPU (its wall time is not comparable): it is
-		// excluded, and so is its ratio.
-		name:   "a round with a worker off its CPU is excluded",
+		// The second round's all-cores phase is the fastest, but a worker
+		// had 0.5 of its CPU (its span is not the code's): excluded, and
+		// its round from the median.
+		name:   "an all-cores phase with a worker off its CPU is excluded",
 		rounds: []Round{round(10, 10.5, 1, 1, 1), round(10, 9, 1, 0.5, 1), round(10, 11, 1, 1, 1)},
-		want: got{Clean: 2, Used: 2, BestOne: 1e8, BestAll: 2e6 / 10.5e-3, Best: 2e6 / 10.5e-3 / 1e8,
-			Median: (2e6/10.5e-3/1e8 + 2e6/11e-3/1e8) / 2, MinShare: 1, Pinned: true},
+		want: got{CleanOne: 3, CleanAll: 2, CleanRounds: 2, BestOne: 1e8, BestAll: r105 * 1e8, Best: r105,
+			Median: (r105 + r11) / 2, MinShare: 1, Pinned: true},
 	}, {
 		// A disturbed one-core phase (share 0.9, 20 ms) would inflate its
-		// round's ratio to 3.6: excluded.
-		name:   "a disturbed one-core phase is excluded",
-		rounds: []Round{round(20, 11, 0.9, 1, 1), round(10, 11, 1, 1, 1)},
-		want: got{Clean: 1, Used: 1, BestOne: 1e8, BestAll: 2e6 / 11e-3, Best: 2e6 / 11e-3 / 1e8,
-			Median: 2e6 / 11e-3 / 1e8, MinShare: 1, Pinned: true},
+		// round's ratio to 3.6: excluded; its round's clean all-cores phase
+		// is the best of its kind and counts.
+		name:   "a disturbed one-core phase is excluded, its round's all-cores phase counts",
+		rounds: []Round{round(20, 11, 0.9, 1, 1), round(10, 12, 1, 1, 1)},
+		want: got{CleanOne: 1, CleanAll: 2, CleanRounds: 1, BestOne: 1e8, BestAll: r11 * 1e8, Best: r11,
+			Median: r12, MinShare: 1, Pinned: true},
 	}, {
-		name:   "no clean round: every round is used, and said so",
-		rounds: []Round{round(10, 20, 0.5, 1, 1), round(20, 20, 1, 0.6, 0.4)},
-		want: got{Clean: 0, Used: 2, BestOne: 1e8, BestAll: 1e8, Best: 1,
-			Median: (1 + 2) / 2.0, MinShare: 0.4, Pinned: true},
+		name:   "clean phases but no round clean in both: the median is over every round",
+		rounds: []Round{round(10, 10, 1, 0.5, 1), round(10, 10, 0.5, 1, 1)},
+		want:   got{CleanOne: 1, CleanAll: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1, Pinned: true},
+	}, {
+		name:   "no clean phase: the best of all, and their lowest share",
+		rounds: []Round{round(10, 20, 0.5, 0.5, 1), round(20, 20, 0.9, 0.6, 0.4)},
+		want:   got{BestOne: 1e8, BestAll: 1e8, Best: 1, Median: (1 + 2) / 2.0, MinShare: 0.5, Pinned: true},
 	}, {
 		name: "steal is added up over every phase",
 		rounds: func() []Round {
@@ -79,7 +86,7 @@ func TestScalingStatistic(t *testing.T) {
 			r[0].One.StealMS, r[1].All.StealMS = 10, 20
 			return r
 		}(),
-		want: got{Clean: 2, Used: 2, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1, StealMS: 30, Pinned: true},
+		want: got{CleanOne: 2, CleanAll: 2, CleanRounds: 2, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1, StealMS: 30, Pinned: true},
 	}, {
 		name: "a worker whose affinity was refused: not pinned",
 		rounds: func() []Round {
@@ -87,7 +94,7 @@ func TestScalingStatistic(t *testing.T) {
 			r[0].All.Workers[1].CPU = -1
 			return r
 		}(),
-		want: got{Clean: 1, Used: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1},
+		want: got{CleanOne: 1, CleanAll: 1, CleanRounds: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1},
 	}, {
 		name: "two workers on one CPU (more workers than CPUs): not pinned",
 		rounds: func() []Round {
@@ -95,14 +102,14 @@ func TestScalingStatistic(t *testing.T) {
 			r[0].All.Workers[1].CPU = 0
 			return r
 		}(),
-		want: got{Clean: 1, Used: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1},
+		want: got{CleanOne: 1, CleanAll: 1, CleanRounds: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1},
 	}, {
 		name: "no rounds",
 		want: got{MinShare: 1},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := scalingOf(tc.rounds, CleanShare)
-			g := got{s.Clean, s.Used, s.BestOne, s.BestAll, s.Best, s.Median, s.MinShare, s.StealMS, s.Pinned}
+			g := got{s.CleanOne, s.CleanAll, s.CleanRounds, s.BestOne, s.BestAll, s.Best, s.Median, s.MinShare, s.StealMS, s.Pinned}
 			if diff := cmp.Diff(tc.want, g, cmp.Comparer(approx)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
