@@ -154,6 +154,11 @@ type Request struct {
 	// UID is the requester's uid (current_uid() in the kernel): the flow
 	// key's uid of a route get without RTA_UID.
 	UID uint32
+	// Reply, when it has capacity, is a buffer the requester lends for
+	// one reply: a handler may encode into Reply[:0] and Deliver the
+	// result to Self, which recognizes its buffer and reuses it once the
+	// reply is read (server: no allocation per route get).
+	Reply []byte
 }
 
 // Dumper produces the messages of a dump in batches, resuming from its

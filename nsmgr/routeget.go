@@ -73,12 +73,21 @@ func (ns *Namespace) getRoute(req *Request) *rtnl.Error {
 		return withWarning(q.Warning, err)
 	}
 	if req.Self != nil {
-		// One allocation of the reply's usual size (an IPv6 reply with
-		// cacheinfo is 172 bytes) instead of a chain of appends.
-		req.Self.Deliver(rtnl.AppendRoute(make([]byte, 0, 192), rtnl.RTM_NEWROUTE, 0, req.Msg.Header.Sequence, req.PortID, &reply))
+		// Into the requester's lent buffer, else one allocation of the
+		// reply's usual size (an IPv6 reply with cacheinfo is 172 bytes)
+		// instead of a chain of appends.
+		buf := req.Reply[:0]
+		if cap(buf) < routeGetReplyLen {
+			buf = make([]byte, 0, routeGetReplyLen)
+		}
+		req.Self.Deliver(rtnl.AppendRoute(buf, rtnl.RTM_NEWROUTE, 0, req.Msg.Header.Sequence, req.PortID, &reply))
 	}
 	return withWarning(q.Warning, nil)
 }
+
+// routeGetReplyLen is the buffer a route-get reply is encoded into when the
+// requester lends none.
+const routeGetReplyLen = 192
 
 // RouteGet answers one route-get request in q (decoded) into reply, the way
 // the handler does for a requester of uid 0; benchmarks and tests call it

@@ -135,7 +135,7 @@ func (cl *Client) RecvFrom() ([]byte, uint32, error) {
 	to := cl.timeout
 	cl.mu.Unlock()
 	if cl.c != nil {
-		b, err := cl.recvInproc(to)
+		b, _, err := cl.recvInproc(to, nil)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -144,47 +144,107 @@ func (cl *Client) RecvFrom() ([]byte, uint32, error) {
 	return cl.recvUnix(to)
 }
 
-func (cl *Client) recvInproc(to time.Duration) ([]byte, error) {
-	q := cl.c.q
-	var timer *time.Timer
-	var expired bool
-	if to > 0 {
-		timer = time.AfterFunc(to, func() {
-			q.mu.Lock()
-			expired = true
-			q.cond.Broadcast()
-			q.mu.Unlock()
-		})
-		defer timer.Stop()
+// RecvInto is Recv into the caller's buffer, as recvmsg(2) reads: it
+// copies the next datagram into p and returns the datagram's length. A
+// datagram longer than p is cut to len(p), its full length still returned
+// (recvmsg(2) with MSG_TRUNC); the rest is lost. As netlink_recvmsg() does,
+// len(p) is the receive buffer that sizes later dump batches (at most
+// 32 KiB minus overhead, at least a page). In-process, the server encodes
+// its next replies into the buffers read this way, so a loop of route gets
+// and RecvInto allocates nothing; Recv hands the buffer itself over.
+func (cl *Client) RecvInto(p []byte) (int, error) {
+	cl.mu.Lock()
+	to := cl.timeout
+	cl.mu.Unlock()
+	if cl.c != nil {
+		_, n, err := cl.recvInproc(to, p)
+		return n, err
 	}
+	b, _, err := cl.recvUnix(to)
+	if err != nil {
+		return 0, err
+	}
+	copy(p, b)
+	return len(b), nil
+}
+
+// recvTimer ends an in-process wait after a receive timeout.
+type recvTimer struct {
+	t       *time.Timer
+	expired bool // guarded by the queue's mu
+}
+
+// armRecvTimer starts the timer of a Recv with a timeout; apart, so that a
+// Recv without one allocates nothing (the closure's variables).
+func armRecvTimer(q *queue, to time.Duration) *recvTimer {
+	rt := &recvTimer{}
+	rt.t = time.AfterFunc(to, func() {
+		q.mu.Lock()
+		rt.expired = true
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	return rt
+}
+
+// recvInproc waits for the next datagram of the in-process queue. With p
+// nil it returns the datagram itself; otherwise it copies it into p, under
+// the queue's lock, returns its length, and recycles a lent reply buffer
+// (queue.free) for the conn's next reply.
+func (cl *Client) recvInproc(to time.Duration, p []byte) ([]byte, int, error) {
+	q := cl.c.q
+	var rt *recvTimer
+	if to > 0 {
+		rt = armRecvTimer(q, to)
+		defer rt.t.Stop()
+	}
+	expired := func() bool { return (rt != nil && rt.expired) || cl.dl.passed() }
 	q.mu.Lock()
-	for q.head >= len(q.items) && q.err == 0 && !q.closed && !expired && !cl.dl.passed() {
+	for q.head >= len(q.items) && q.err == 0 && !q.closed && !expired() {
 		q.cond.Wait()
 	}
-	timedOut := (expired || cl.dl.passed()) && q.head >= len(q.items) && q.err == 0 && !q.closed
+	timedOut := expired() && q.head >= len(q.items) && q.err == 0 && !q.closed
 	var (
-		b     []byte
+		it    item
 		errno syscall.Errno
 		ok    bool
+		n     int
 	)
 	if !timedOut {
-		b, errno, ok = q.popLocked()
+		it, errno, ok = q.popLocked()
+		if p != nil && it.b != nil {
+			n = len(it.b)
+			copy(p, it.b)
+			if it.lent {
+				q.recycleLocked(it.b)
+			}
+		}
 	}
 	q.mu.Unlock()
 	if timedOut {
-		return nil, ErrTimeout
+		return nil, 0, ErrTimeout
 	}
 	if !ok {
-		return nil, net.ErrClosed
+		return nil, 0, net.ErrClosed
 	}
-	cl.c.afterRead(inprocRecvLen)
+	bufLen := inprocRecvLen
+	if p != nil {
+		bufLen = len(p)
+	}
+	cl.c.afterRead(bufLen)
 	if errno != 0 {
-		return nil, errno
+		return nil, 0, errno
 	}
-	if b == nil {
-		return nil, ErrTimeout
+	if it.b == nil {
+		return nil, 0, ErrTimeout
 	}
-	return b, nil
+	if p != nil {
+		// A notification's group is forgotten (it is keyed by the
+		// datagram's address, which a lent buffer's reuse would repeat).
+		cl.c.takeGroup(it.b)
+		return nil, n, nil
+	}
+	return it.b, n, nil
 }
 
 // Close closes the socket; its namespace lives on while others hold it.

@@ -32,6 +32,16 @@ type conn struct {
 	maxRecvSeen atomic.Int64
 	closed      bool           // guarded by mu
 	msgs        []rtnl.Message // guarded by mu: reused by handle
+	// req is the nsmgr.Request of the message being handled, reused:
+	// built on the stack it escaped to the heap once per message (the
+	// dispatcher calls its handler through a function value). Handlers
+	// and Dumpers keep copies of what they need, never the pointer (the
+	// AF_UNSPEC dump copies the whole Request).
+	req nsmgr.Request // guarded by mu
+	// reply is the buffer lent to the handler for its reply
+	// (Request.Reply): Deliver recognizes it and queues it lent, and the
+	// queue hands back one that its reader has copied out (queue.free).
+	reply []byte // guarded by mu
 	// st counts this socket's messages and errors: written under mu, read
 	// by STATS without it. Per socket, so that sockets on different cores
 	// never share a cache line.
@@ -82,8 +92,22 @@ type dumpState struct {
 	doneOnly bool // the batch after the last one: NLMSG_DONE alone
 }
 
-// Deliver queues a unicast datagram (nsmgr.Listener).
-func (c *conn) Deliver(b []byte) { c.q.push(b, false) }
+// Deliver queues a unicast datagram (nsmgr.Listener). It is called by the
+// handler of this socket's request (Request.Self), with mu held.
+func (c *conn) Deliver(b []byte) {
+	if cap(b) > 0 && cap(c.reply) > 0 && &b[:1][0] == &c.reply[:1][0] {
+		// The handler encoded into the lent buffer: it is the queue's
+		// until read, and the conn takes another for the next reply.
+		c.reply = c.q.pushLent(b)
+		c.req.Reply = nil
+		return
+	}
+	c.q.push(b, false)
+}
+
+// replyBufLen is the capacity of a lent reply buffer: a route-get reply
+// (an IPv6 one with cacheinfo and pref is 172 bytes) and most acks fit.
+const replyBufLen = 256
 
 // DeliverGroup queues a notification of a multicast group
 // (nsmgr.GroupListener), remembering its group for a client that reports
@@ -175,7 +199,12 @@ func (c *conn) handleMsg(m *rtnl.Message) {
 		}
 		return
 	}
-	d, err := c.do(&nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly, UID: c.uid})
+	if c.reply == nil {
+		c.reply = make([]byte, 0, replyBufLen)
+	}
+	c.req = nsmgr.Request{Msg: m, PortID: c.portid, Strict: c.strict, Self: c, ReadOnly: c.readOnly, UID: c.uid, Reply: c.reply}
+	d, err := c.do(&c.req)
+	c.req.Msg, c.req.Reply = nil, nil // the message lives in the client's datagram
 	if d != nil {
 		if c.dump != nil {
 			c.ack(m, rtnl.Errno(syscall.EBUSY))

@@ -34,6 +34,10 @@ type queue struct {
 	// queue itself afterwards, so a push need not wake the writer (each
 	// wake-up is a thread hand-off: futex, spinning, epoll).
 	held bool // guarded by mu
+	// free holds reply buffers the conn lent (pushLent) that the reader
+	// has copied out or the transport has written: the conn takes one
+	// back for its next reply, so a request loop allocates none.
+	free [][]byte // guarded by mu
 	// spaceWanted carries a token when a writer stalls or a dump starts
 	// waiting for room: the transport then follows the client's reads
 	// until neither waits (and not otherwise: each read would wake it).
@@ -58,10 +62,12 @@ type queue struct {
 	stalled  bool
 }
 
-// item is a queued datagram and the truesize it is charged.
+// item is a queued datagram and the truesize it is charged. lent marks
+// the conn's reply buffer, which goes back to free once copied out.
 type item struct {
 	b    []byte
 	size int
+	lent bool
 }
 
 // flight is a datagram in the Unix socket: its cost to the socket's
@@ -104,9 +110,41 @@ func (q *queue) wantsSpace() bool {
 // blocks. Forced datagrams (dump batches, nlemu's control answers) are
 // always queued and charged.
 func (q *queue) push(b []byte, force bool) bool {
-	size := datagramTruesize(b, force)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.pushLocked(b, force, false)
+}
+
+// maxFree bounds the lent buffers kept for reuse.
+const maxFree = 4
+
+// pushLent pushes reply b, a buffer the conn lent its handler, and
+// returns a buffer for the conn's next reply: one a reader has copied out,
+// or b itself when b was dropped, else nil.
+func (q *queue) pushLent(b []byte) []byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.pushLocked(b, false, true) {
+		return b
+	}
+	if n := len(q.free); n > 0 {
+		f := q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+		return f
+	}
+	return nil
+}
+
+// recycleLocked keeps lent buffer b, no longer queued, for pushLent.
+func (q *queue) recycleLocked(b []byte) {
+	if len(q.free) < maxFree {
+		q.free = append(q.free, b[:0])
+	}
+}
+
+func (q *queue) pushLocked(b []byte, force, lent bool) bool {
+	size := datagramTruesize(b, force)
 	if q.closed {
 		return false
 	}
@@ -120,7 +158,7 @@ func (q *queue) push(b []byte, force bool) bool {
 		q.signalLocked()
 		return false
 	}
-	q.items = append(q.items, item{b, size})
+	q.items = append(q.items, item{b, size, lent})
 	q.bytes += size
 	q.signalLocked()
 	return true
@@ -210,13 +248,14 @@ func (q *queue) settleLocked() bool {
 // popLocked is one non-blocking pop with q.mu held, for a reader that
 // consumes at once (the in-process client): a pending socket error first
 // (skb_recv_datagram() checks sk_err before the queue), else the next
-// datagram, whose charge is released. It returns (nil, 0, false) once
-// closed.
-func (q *queue) popLocked() ([]byte, syscall.Errno, bool) {
+// datagram, whose charge is released. It returns (item{}, 0, false) once
+// closed. A lent item is the caller's to recycle (recycleLocked) once it
+// has copied it out, or to keep.
+func (q *queue) popLocked() (item, syscall.Errno, bool) {
 	if q.err != 0 {
 		e := q.err
 		q.err = 0
-		return nil, e, true
+		return item{}, e, true
 	}
 	if q.head < len(q.items) {
 		it := q.items[q.head]
@@ -230,9 +269,9 @@ func (q *queue) popLocked() ([]byte, syscall.Errno, bool) {
 				q.congested = false
 			}
 		}
-		return it.b, 0, true
+		return it, 0, true
 	}
-	return nil, 0, !q.closed
+	return item{}, 0, !q.closed
 }
 
 // next returns, without removing it, what a transport writes next: a
@@ -281,7 +320,12 @@ func (q *queue) sentLocked(isErr bool, n int) {
 	if isErr {
 		q.err = 0
 	} else if q.head < len(q.items) {
-		size = q.items[q.head].size
+		it := q.items[q.head]
+		size = it.size
+		if it.lent {
+			// Written into the transport: the bytes are the socket's.
+			q.recycleLocked(it.b)
+		}
 		q.items[q.head] = item{}
 		q.head++
 		if q.head == len(q.items) {

@@ -163,11 +163,22 @@ func nlemuSocket(overUnix bool, routes string, rules int) (func([]byte) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	// One receive buffer, as the kernel mode reads into: RecvInto copies
+	// each reply into it (recvmsg(2)), and in-process the server reuses
+	// the buffers read this way for its next replies.
+	buf := make([]byte, 8192)
 	rt := func(b []byte) ([]byte, error) {
 		if err := c.Send(b); err != nil {
 			return nil, err
 		}
-		return c.Recv()
+		n, err := c.RecvInto(buf)
+		if err != nil {
+			return nil, err
+		}
+		if n > len(buf) {
+			return nil, fmt.Errorf("reply of %d bytes truncated", n)
+		}
+		return buf[:n], nil
 	}
 	ack := func(b []byte) error {
 		r, err := rt(b)
