@@ -143,6 +143,11 @@ type entry struct {
 	mu      sync.Mutex // held across a change and its append
 	id      uint64
 	deleted bool // guarded by mu
+	// The pad makes an entry a cache line of its own (64-byte size
+	// class): two namespaces' mutexes in one line, locked from both
+	// cores, made e.mu.Lock a third of Apply's own CPU under `nlemu load
+	// --netns 512` (perf annotate).
+	_ [64 - 24]byte
 }
 
 // batch is one group commit: records written with one write and made
@@ -400,6 +405,18 @@ func (j *Journal) Apply(ns *nsmgr.Namespace, m *rtnl.Message, strict bool, do fu
 		return rtnl.Errno(errnoOf(err))
 	}
 	return res
+}
+
+// Do applies request req to ns (Namespace.Do) through the journal, as
+// Apply does: the server's path (server.Journal). The closure Apply is
+// given here stays on the stack (Apply's do does not escape); one made by
+// the server and passed through an interface escaped, an allocation per
+// change.
+func (j *Journal) Do(ns *nsmgr.Namespace, req *nsmgr.Request) *rtnl.Error {
+	return j.Apply(ns, req.Msg, req.Strict, func() *rtnl.Error {
+		_, err := ns.Do(req)
+		return err
+	})
 }
 
 // Added implements nsmgr.NamespaceJournal.

@@ -13,6 +13,13 @@ type Journal interface {
 	Apply(ns *nsmgr.Namespace, m *rtnl.Message, strict bool, do func() *rtnl.Error) *rtnl.Error
 }
 
+// requestJournal is a Journal that applies a request itself
+// (journal.Journal.Do): do then makes no closure per change, which,
+// passed through the Journal interface, escapes to the heap.
+type requestJournal interface {
+	Do(ns *nsmgr.Namespace, req *nsmgr.Request) *rtnl.Error
+}
+
 // SetJournal sends every later change through j. Call it before the
 // server has clients (after restoring the state j holds).
 func (s *Server) SetJournal(j Journal) { s.journal = j }
@@ -37,6 +44,9 @@ func mutates(m *rtnl.Message) bool {
 // change when the server keeps state.
 func (c *conn) do(req *nsmgr.Request) (nsmgr.Dumper, *rtnl.Error) {
 	if j := c.srv.journal; j != nil && !req.ReadOnly && mutates(req.Msg) {
+		if rj, ok := j.(requestJournal); ok {
+			return nil, rj.Do(c.ns, req)
+		}
 		return nil, j.Apply(c.ns, req.Msg, req.Strict, func() *rtnl.Error {
 			_, err := c.ns.Do(req)
 			return err
