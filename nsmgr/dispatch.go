@@ -109,19 +109,46 @@ func buildDispatch(rows []row) map[dispatchKey]row {
 // rtnetlink_rcv_msg(): the family's row if it has the wanted handler, else
 // the AF_UNSPEC row.
 func lookupRow(family uint8, typ uint16, dump bool) (row, bool) {
-	has := func(r row) bool {
+	has := func(r *row) bool {
 		if dump {
 			return r.dumpit != nil || r.flags&dumpAll != 0
 		}
 		return r.doit != nil
 	}
-	if r, ok := dispatch[dispatchKey{typ, family}]; ok && has(r) {
-		return r, true
+	if r := dispatchRow(typ, family); r != nil && has(r) {
+		return *r, true
 	}
-	if r, ok := dispatch[dispatchKey{typ, rtnl.AF_UNSPEC}]; ok && has(r) {
-		return r, true
+	if r := dispatchRow(typ, rtnl.AF_UNSPEC); r != nil && has(r) {
+		return *r, true
 	}
 	return row{}, false
+}
+
+// dispatchByType is dispatch indexed by type, then family (up to the
+// type's highest registered family): the per-request lookup, where the
+// map's hashing was a twentieth of an in-process route get.
+var dispatchByType = func() (t [rtnl.RTM_MAX + 1][]row) {
+	for k, r := range dispatch {
+		rs := t[k.typ]
+		if int(k.family) >= len(rs) {
+			rs = append(rs, make([]row, int(k.family)+1-len(rs))...)
+		}
+		rs[k.family] = r
+		t[k.typ] = rs
+	}
+	return t
+}()
+
+// dispatchRow is the row of (typ, family), nil when none is registered.
+func dispatchRow(typ uint16, family uint8) *row {
+	if int(typ) >= len(dispatchByType) {
+		return nil
+	}
+	rs := dispatchByType[typ]
+	if int(family) >= len(rs) {
+		return nil
+	}
+	return &rs[family]
 }
 
 // dumpFamilies lists, in family order, the families with their own dumpit

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,10 +30,13 @@ type Client struct {
 	uc  *net.UnixConn
 	buf []byte // guarded by reading
 
-	mu      sync.Mutex
-	cond    sync.Cond     // L = &mu; signalled when reading or stash/acks change
-	timeout time.Duration // guarded by mu
-	closed  bool
+	mu   sync.Mutex
+	cond sync.Cond // L = &mu; signalled when reading or stash/acks change
+	// timeout (a time.Duration) and closed are atomic: every Send and
+	// Recv reads them, and a lock each was a tenth of an in-process route
+	// get's time.
+	timeout atomic.Int64
+	closed  atomic.Bool
 	// Over a Unix socket one goroutine at a time reads the socket
 	// (reading): Recv, or a control call waiting for its ack. A control
 	// call keeps what it reads before its ack in stash, in order, for
@@ -83,9 +87,7 @@ func (cl *Client) PortID() uint32 { return cl.portid }
 
 // SetRecvTimeout bounds how long Recv waits (0 = forever).
 func (cl *Client) SetRecvTimeout(d time.Duration) {
-	cl.mu.Lock()
-	cl.timeout = d
-	cl.mu.Unlock()
+	cl.timeout.Store(int64(d))
 }
 
 // Send sends one netlink datagram. An empty one fails with ENODATA, as
@@ -110,11 +112,7 @@ func (cl *Client) Send(b []byte) error {
 	return err
 }
 
-func (cl *Client) isClosed() bool {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return cl.closed
-}
+func (cl *Client) isClosed() bool { return cl.closed.Load() }
 
 // inprocRecvLen is the receive buffer an in-process reader is taken to
 // have: like `ip`, it reads with 32 KiB, which sizes later dump batches.
@@ -131,9 +129,7 @@ func (cl *Client) Recv() ([]byte, error) {
 // sent to: the group of a notification (the kernel reports it as the
 // sender's nl_groups bit and in NETLINK_PKTINFO), 0 for a reply.
 func (cl *Client) RecvFrom() ([]byte, uint32, error) {
-	cl.mu.Lock()
-	to := cl.timeout
-	cl.mu.Unlock()
+	to := time.Duration(cl.timeout.Load())
 	if cl.c != nil {
 		b, _, err := cl.recvInproc(to, nil)
 		if err != nil {
@@ -153,9 +149,7 @@ func (cl *Client) RecvFrom() ([]byte, uint32, error) {
 // its next replies into the buffers read this way, so a loop of route gets
 // and RecvInto allocates nothing; Recv hands the buffer itself over.
 func (cl *Client) RecvInto(p []byte) (int, error) {
-	cl.mu.Lock()
-	to := cl.timeout
-	cl.mu.Unlock()
+	to := time.Duration(cl.timeout.Load())
 	if cl.c != nil {
 		_, n, err := cl.recvInproc(to, p)
 		return n, err
@@ -249,13 +243,9 @@ func (cl *Client) recvInproc(to time.Duration, p []byte) ([]byte, int, error) {
 
 // Close closes the socket; its namespace lives on while others hold it.
 func (cl *Client) Close() error {
-	cl.mu.Lock()
-	if cl.closed {
-		cl.mu.Unlock()
+	if !cl.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	cl.closed = true
-	cl.mu.Unlock()
 	if cl.c != nil {
 		cl.c.close()
 		return nil
