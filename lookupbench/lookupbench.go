@@ -118,7 +118,7 @@ type Family struct {
 	DistHints   Stats // LookupBatch, 64 distinct destinations
 	DistNoHints Stats // LookupBatchNoHints, the same flows
 	// OneCore and AllCores are fast-path lookups per second from one
-	// worker and from Cores workers: the best clean round of each
+	// worker and from Cores workers: the best phase of each kind
 	// (Scaling.BestOne, BestAll; parallel.go says why).
 	OneCore, AllCores float64
 	Cores             int
@@ -436,9 +436,8 @@ func Measure(ns, withRules *Namespace, fam int, cfg *Config) (*Family, error) {
 		*cases[i].out = st
 	}
 	f.ClockRead, f.PerSample = ClockRead(), per
-	f.Scaling = parallel(ns.FIB, flows, ParallelConfig{Workers: cfg.Cores, Rounds: cfg.ParallelRounds, Phase: cfg.ParallelPhase})
+	f.Scaling, f.RefScaling = parallel(ns.FIB, flows, ParallelConfig{Workers: cfg.Cores, Rounds: cfg.ParallelRounds, Phase: cfg.ParallelPhase})
 	f.OneCore, f.AllCores = f.Scaling.BestOne, f.Scaling.BestAll
-	f.RefScaling = runRounds(ParallelConfig{Workers: cfg.Cores, Rounds: cfg.ParallelRounds, Phase: cfg.ParallelPhase}, spinWork)
 	if bad != 0 {
 		return nil, fmt.Errorf("a lookup failed: %v", bad)
 	}

@@ -1,6 +1,7 @@
 package lookupbench
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -31,11 +32,11 @@ func round(oneMS, allMS, s1, s2, s3 float64) Round {
 	}
 }
 
-// TestScalingStatistic: the best clean phase of each kind (each kind on
-// its own: a round whose other phase was disturbed still counts for its
-// clean one), the median of the ratios of the rounds clean in both, the
-// best of all when no phase of a kind is clean, and pinning reported only
-// when every worker has a CPU of its own.
+// TestScalingStatistic: the best phase of each kind (each kind on its
+// own: a round whose other phase was disturbed still counts for its good
+// one), the median of the ratios of the rounds clean in both (of every
+// round when none is), the clean counts, and pinning reported only when
+// every worker has a CPU of its own.
 func TestScalingStatistic(t *testing.T) {
 	type got struct {
 		CleanOne, CleanAll, CleanRounds int
@@ -56,25 +57,34 @@ func TestScalingStatistic(t *testing.T) {
 		want: got{CleanOne: 3, CleanAll: 3, CleanRounds: 3, BestOne: 1e8, BestAll: r105 * 1e8, Best: r105,
 			Median: r105, MinShare: 0.99, Pinned: true},
 	}, {
-		// The second round's all-cores phase is the fastest, but a worker
-		// had 0.5 of its CPU (its span is not the code's): excluded, and
-		// its round from the median.
-		name:   "an all-cores phase with a worker off its CPU is excluded",
-		rounds: []Round{round(10, 10.5, 1, 1, 1), round(10, 9, 1, 0.5, 1), round(10, 11, 1, 1, 1)},
+		// An unclean phase is slower than the hardware (a worker lost its
+		// CPU): it never wins the best of its kind, and its round leaves
+		// the median.
+		name:   "an all-cores phase with a worker off its CPU leaves the median",
+		rounds: []Round{round(10, 10.5, 1, 1, 1), round(10, 20, 1, 0.5, 1), round(10, 11, 1, 1, 1)},
 		want: got{CleanOne: 3, CleanAll: 2, CleanRounds: 2, BestOne: 1e8, BestAll: r105 * 1e8, Best: r105,
 			Median: (r105 + r11) / 2, MinShare: 1, Pinned: true},
 	}, {
 		// A disturbed one-core phase (share 0.9, 20 ms) would inflate its
-		// round's ratio to 3.6: excluded; its round's clean all-cores phase
-		// is the best of its kind and counts.
-		name:   "a disturbed one-core phase is excluded, its round's all-cores phase counts",
+		// round's ratio to 3.6: it leaves the median; its round's
+		// all-cores phase is the best of its kind and counts.
+		name:   "a disturbed one-core phase leaves the median, its round's all-cores phase counts",
 		rounds: []Round{round(20, 11, 0.9, 1, 1), round(10, 12, 1, 1, 1)},
 		want: got{CleanOne: 1, CleanAll: 2, CleanRounds: 1, BestOne: 1e8, BestAll: r11 * 1e8, Best: r11,
 			Median: r12, MinShare: 1, Pinned: true},
 	}, {
+		// Every one-core phase was slowed without the guest seeing it (a
+		// busy SMT sibling on the host): the best of each kind exceeds
+		// the workers; the figure is what was measured, the report flags
+		// it.
+		name:   "one-core phases all slowed: above the workers, reported as measured",
+		rounds: []Round{round(25, 10, 1, 1, 1), round(25, 11, 1, 1, 1)},
+		want: got{CleanOne: 2, CleanAll: 2, CleanRounds: 2, BestOne: 4e7, BestAll: 2e8, Best: 5,
+			Median: (5 + 2e6/11e-3/4e7) / 2, MinShare: 1, Pinned: true},
+	}, {
 		name:   "clean phases but no round clean in both: the median is over every round",
 		rounds: []Round{round(10, 10, 1, 0.5, 1), round(10, 10, 0.5, 1, 1)},
-		want:   got{CleanOne: 1, CleanAll: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 1, Pinned: true},
+		want:   got{CleanOne: 1, CleanAll: 1, BestOne: 1e8, BestAll: 2e8, Best: 2, Median: 2, MinShare: 0.5, Pinned: true},
 	}, {
 		name:   "no clean phase: the best of all, and their lowest share",
 		rounds: []Round{round(10, 20, 0.5, 0.5, 1), round(20, 20, 0.9, 0.6, 0.4)},
@@ -149,44 +159,48 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-// TestRoundsPinAndInterleave runs the rounds with a work function that
-// records who ran, how much and on which CPUs its thread may run (no time
-// is asserted): every phase gives each of its workers the same count, the
-// one-core phase takes the workers in turn, the order alternates, the
-// warm-up is not counted, and each worker's thread is pinned to its own
-// CPU of the allowed set when the set is large enough.
+// TestRoundsPinAndInterleave runs the rounds of two works that record who
+// ran, how much and on which CPUs the thread may run (no time is
+// asserted): every phase gives each of its workers the same count, the
+// one-core phase takes the workers in turn, the phase order alternates
+// every round and the works' order every two, the warm-up is not counted,
+// and each worker's thread is locked and pinned to its own CPU of the
+// allowed set when the set is large enough.
 func TestRoundsPinAndInterleave(t *testing.T) {
 	type call struct {
-		w      int
+		k, w   int
 		n      int64
 		cpus   []int
 		thread int
 	}
 	var mu sync.Mutex
 	var calls []call
-	work := func(w int, n int64) {
-		var set unix.CPUSet
-		var cpus []int
-		if unix.SchedGetaffinity(0, &set) == nil {
-			for c := 0; c < len(set)*64; c++ {
-				if set.IsSet(c) {
-					cpus = append(cpus, c)
+	record := func(k int) func(w int, n int64) {
+		return func(w int, n int64) {
+			var set unix.CPUSet
+			var cpus []int
+			if unix.SchedGetaffinity(0, &set) == nil {
+				for c := 0; c < len(set)*64; c++ {
+					if set.IsSet(c) {
+						cpus = append(cpus, c)
+					}
 				}
 			}
+			mu.Lock()
+			calls = append(calls, call{k, w, n, cpus, unix.Gettid()})
+			mu.Unlock()
 		}
-		mu.Lock()
-		calls = append(calls, call{w, n, cpus, unix.Gettid()})
-		mu.Unlock()
 	}
 	const g, rounds = 2, 4
-	s := runRounds(ParallelConfig{Workers: g, Rounds: rounds, Phase: time.Millisecond}, work)
-	if len(s.Rounds) != rounds {
-		t.Fatalf("%d rounds, want %d", len(s.Rounds), rounds)
+	sc := runRounds(ParallelConfig{Workers: g, Rounds: rounds, Phase: time.Millisecond}, record(0), record(1))
+	if len(sc) != 2 || len(sc[0].Rounds) != rounds || len(sc[1].Rounds) != rounds {
+		t.Fatalf("%d statistics, want 2 of %d rounds", len(sc), rounds)
 	}
-	// Warm-up: two passes of (worker 0 alone, then all).
-	const warm = 2 * (1 + g)
-	if len(calls) != warm+rounds*(1+g) {
-		t.Fatalf("%d calls, want %d", len(calls), warm+rounds*(1+g))
+	// Warm-up: per work, two passes of (worker 0 alone, then all).
+	const perRound = 2 * (1 + g)
+	const warm = 2 * 2 * (1 + g)
+	if len(calls) != warm+rounds*perRound {
+		t.Fatalf("%d calls, want %d", len(calls), warm+rounds*perRound)
 	}
 	allowed := allowedCPUs()
 	threads := map[int]int{}
@@ -195,50 +209,55 @@ func TestRoundsPinAndInterleave(t *testing.T) {
 			t.Errorf("worker %d ran on threads %d and %d: not locked", c.w, old, c.thread)
 		}
 		threads[c.w] = c.thread
-		if len(allowed) >= g && s.Pinned {
+		if len(allowed) >= g && sc[0].Pinned {
 			if want := []int{allowed[c.w]}; !cmp.Equal(want, c.cpus) {
 				t.Errorf("worker %d may run on %v, want %v", c.w, c.cpus, want)
 			}
 		}
 	}
-	if len(allowed) >= g && !s.Pinned {
-		t.Logf("affinity refused here: workers ran unpinned (%v)", s.Rounds[0].All.Workers)
+	if len(allowed) >= g && !sc[0].Pinned {
+		t.Logf("affinity refused here: workers ran unpinned (%v)", sc[0].Rounds[0].All.Workers)
 	}
-	var gotOrder []string
+	// Each round as a string: per phase the work and its workers, e.g.
+	// "0:1 0:01 1:1 1:01" (work 0 on worker 1, then work 0 on both, ...).
+	var got []string
 	counted := calls[warm:]
-	for r, rd := range s.Rounds {
-		if rd.OneFirst != (r%2 == 0) {
-			t.Errorf("round %d: OneFirst %v", r, rd.OneFirst)
-		}
-		one, all := counted[:1], counted[1:1+g]
-		if !rd.OneFirst {
-			all, one = counted[:g], counted[g:g+1]
-		}
-		counted = counted[1+g:]
-		if one[0].w != r%g {
-			t.Errorf("round %d: one-core phase on worker %d, want %d", r, one[0].w, r%g)
-		}
-		var ws []int
-		for _, c := range all {
-			ws = append(ws, c.w)
-			if c.n != one[0].n {
-				t.Errorf("round %d: worker %d did %d lookups, the one-core phase %d", r, c.w, c.n, one[0].n)
+	for r := range rounds {
+		var phases []string
+		for range 2 {
+			// The one-core and all-cores phases of one work, in order.
+			first, second := 1, g
+			if r%2 == 1 {
+				first, second = g, 1
+			}
+			for _, size := range []int{first, second} {
+				ph := counted[:size]
+				counted = counted[size:]
+				var ws []int
+				for _, c := range ph {
+					ws = append(ws, c.w)
+					if c.k != ph[0].k || c.n != ph[0].n {
+						t.Errorf("round %d: a phase mixes %v and %v", r, c, ph[0])
+					}
+				}
+				slices.Sort(ws)
+				phases = append(phases, fmt.Sprintf("%d:%s", ph[0].k, strings.Trim(fmt.Sprint(ws), "[]")))
 			}
 		}
-		slices.Sort(ws)
-		if !cmp.Equal([]int{0, 1}, ws) {
-			t.Errorf("round %d: all-cores phase on workers %v", r, ws)
+		got = append(got, strings.Join(phases, " "))
+		for k := range 2 {
+			if rd := sc[k].Rounds[r]; rd.OneFirst != (r%2 == 0) || rd.All.Lookups != g*rd.One.Lookups {
+				t.Errorf("work %d round %d: OneFirst %v, lookups %d and %d", k, r, rd.OneFirst, rd.One.Lookups, rd.All.Lookups)
+			}
 		}
-		if got := rd.All.Lookups; got != int64(g)*one[0].n {
-			t.Errorf("round %d: all-cores phase counts %d lookups, want %d", r, got, int64(g)*one[0].n)
-		}
-		o := "all,1"
-		if rd.OneFirst {
-			o = "1,all"
-		}
-		gotOrder = append(gotOrder, o)
 	}
-	if diff := cmp.Diff("1,all all,1 1,all all,1", strings.Join(gotOrder, " ")); diff != "" {
-		t.Errorf("order (-want +got):\n%s", diff)
+	want := []string{
+		"0:0 0:0 1 1:0 1:0 1", // one then all; work 0 first; worker 0 alone
+		"0:0 1 0:1 1:0 1 1:1", // all then one; worker 1 alone
+		"1:0 1:0 1 0:0 0:0 1", // work 1 first from round 2
+		"1:0 1 1:1 0:0 1 0:1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("phases per round (-want +got):\n%s", diff)
 	}
 }

@@ -17,12 +17,12 @@ import (
 // micro-benchmark (package lookupbench).
 func runBench(args []string) int {
 	if len(args) == 0 || args[0] != "lookup" {
-		fmt.Fprintln(os.Stderr, "usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--json]")
+		fmt.Fprintln(os.Stderr, "usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--rounds R] [--json]")
 		return 2
 	}
 	fs := flag.NewFlagSet("nlemu bench lookup", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--json]
+		fmt.Fprint(fs.Output(), `Usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--rounds R] [--json]
 
 Seed 000's route-lookup micro-benchmark: per family, N random routes in
 main and K non-matching custom rules, the fast path, the rule walk,
@@ -36,12 +36,24 @@ The clock read costs about as much as many lookups (it is measured in the
 same run and printed: clock_read_ns); a sample carries clock_read_ns / L
 of it, nothing is subtracted. The batch cases time whole 64-flow bursts.
 
+One core against all: workers locked to OS threads and pinned each to its
+own CPU, a warm-up, then R rounds of a one-core and an all-cores phase of
+about 20 ms each (the order alternating), every worker's thread CPU time
+over its wall time shown per phase (below 0.95: it did not have its CPU,
+the phase is not clean). parallel_scaling is the best all-cores phase over
+the best one-core phase (interference only slows a phase down); the
+median of the rounds' ratios, over the rounds clean in both phases, is
+printed beside it. A reference loop (no memory, a core's integer units)
+runs in the same rounds: parallel_scaling_reference is what the hardware
+gave a code that shares nothing, the bound of parallel_scaling.
+
 `)
 		fs.PrintDefaults()
 	}
 	routes := fs.Int("routes", 40000, "random routes per family in main")
 	rules := fs.Int("rules", 10, "non-matching custom rules for the rule-walk case")
 	perSample := fs.Int("per-sample", 256, "lookups timed together per sample (1..65536)")
+	rounds := fs.Int("rounds", 21, "rounds of the one-core against all-cores case (1..1000)")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by family")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -62,10 +74,14 @@ of it, nothing is subtracted. The batch cases time whole 64-flow bursts.
 		fmt.Fprintln(os.Stderr, "nlemu bench lookup: --per-sample must be in 1..65536")
 		return 2
 	}
+	if *rounds < 1 || *rounds > 1000 {
+		fmt.Fprintln(os.Stderr, "nlemu bench lookup: --rounds must be in 1..1000")
+		return 2
+	}
 	// The collector settings of `nlemu serve`, so that the figures are
 	// those of a server's lookups.
 	gctune.Apply()
-	cfg := lookupbench.Config{Routes: *routes, Rules: *rules, PerSample: *perSample, Seed: 1}
+	cfg := lookupbench.Config{Routes: *routes, Rules: *rules, PerSample: *perSample, ParallelRounds: *rounds, Seed: 1}
 	var bar *progressbar.ProgressBar
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		cfg.Progress = func(fam, done, total int) {

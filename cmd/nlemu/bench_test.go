@@ -18,6 +18,7 @@ func TestBenchLookupRejectsBadArguments(t *testing.T) {
 		{"lookup", "--rules", "-1"},
 		{"lookup", "--samples", "3"},
 		{"lookup", "--per-sample", "0"},
+		{"lookup", "--rounds", "0"},
 	} {
 		var code int
 		_, stderr := capture(t, func() { code = runBench(args) })
@@ -31,11 +32,13 @@ func TestBenchLookupRejectsBadArguments(t *testing.T) {
 }
 
 // TestBenchLookupJSON runs `nlemu bench lookup --routes 200 --rules 2
-// --json` and checks that stdout is one JSON object keyed by family with
+// --rounds 3 --json` and checks that stdout is one JSON object keyed by family with
 // the issue's named keys as plain numbers.
 func TestBenchLookupJSON(t *testing.T) {
 	var code int
-	stdout, stderr := capture(t, func() { code = runBench([]string{"lookup", "--routes", "200", "--rules", "2", "--json"}) })
+	stdout, stderr := capture(t, func() {
+		code = runBench([]string{"lookup", "--routes", "200", "--rules", "2", "--rounds", "3", "--json"})
+	})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -44,11 +47,15 @@ func TestBenchLookupJSON(t *testing.T) {
 		t.Fatalf("stdout is not one object of numbers: %v\n%s", err, stdout)
 	}
 	for _, fam := range []string{"4", "6"} {
-		for _, k := range []string{"fast_path_ns_p50", "rule_walk_ns_p50", "hint_same_dst_speedup", "hint_distinct_ratio", "parallel_scaling"} {
+		for _, k := range []string{"fast_path_ns_p50", "rule_walk_ns_p50", "hint_same_dst_speedup", "hint_distinct_ratio", "parallel_scaling",
+			"parallel_rounds", "parallel_scaling_reference"} {
 			if v, ok := got[fam][k]; !ok || v <= 0 {
 				t.Errorf("%s.%s = %v, %v", fam, k, v, ok)
 			}
 		}
+	}
+	if got["4"]["parallel_rounds"] != 3 {
+		t.Errorf("--rounds 3: parallel_rounds %v", got["4"]["parallel_rounds"])
 	}
 	if len(got) != 2 {
 		t.Errorf("%d families", len(got))
