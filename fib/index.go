@@ -47,12 +47,17 @@ type lpmIndex struct {
 	tiny []tinyEnt
 
 	// root covers lengths 0–16 keyed by address bits 0–15 (both families).
-	root *parr[coverEnt]
-	// IPv4: buckets of lengths 17–32 keyed by bits 0–15.
-	bkt4 *parr[ent4]
+	// The arrays' tops are held by value, here and in node6: a lookup
+	// reads a group pointer straight from the index, one dependent load
+	// per level less than through a pointer to the top (the IPv6 path
+	// has two levels); a tiny index carries them unused (3 × 128 bytes).
+	root parr[coverEnt]
+	// IPv4: buckets of lengths 17–32 keyed by bits 0–15, each slot with
+	// its bucket's first entry inline (slot4).
+	bkt4 varr[slot4]
 	// IPv6: the second level (lengths 17–32 and the buckets) keyed by bits
 	// 0–15, then bits 16–31 inside it.
-	next6 *parr[node6]
+	next6 parr[node6]
 }
 
 const (
@@ -166,8 +171,106 @@ type ent4 struct {
 
 // node6 is the second IPv6 level under one /16.
 type node6 struct {
-	cov *parr[coverEnt]
-	bkt *parr[ent6]
+	cov parr[coverEnt]
+	bkt varr[slot6]
+}
+
+// slot4 is one /16's bucket as its array holds it: b is the bucket (nil:
+// none; slow4: slow) and first a copy of b's first entry, which carries
+// the bucket's count (0 for slow4). The lookup reads the slot's cache line
+// and, when the address is under the bucket's longest prefix or the bucket
+// has one prefix (hack/routeload.sh's /24s, the benchmark's tables: most
+// buckets), nothing else: the slot's pointer to a separate bucket was a
+// dependent cache miss of every lookup, and on this project's shared VM
+// the lines a lookup does not own are L3 or memory reads more often than
+// not (docs/LOOKUP.md, "Two modes").
+type slot4 struct {
+	first ent4
+	b     *ent4
+}
+
+// match reports whether e's prefix contains the address hi, lo.
+func (e *ent6) match(hi, lo uint64) bool {
+	mh, ml := mask128(int(e.bits))
+	return hi&mh == e.hi && lo&ml == e.lo
+}
+
+// slot6 is slot4 for a /32's bucket.
+type slot6 struct {
+	first ent6
+	b     *ent6
+}
+
+func slotOf4(b *ent4) slot4 {
+	if b == nil {
+		return slot4{}
+	}
+	return slot4{first: *b, b: b}
+}
+
+func slotOf6(b *ent6) slot6 {
+	if b == nil {
+		return slot6{}
+	}
+	return slot6{first: *b, b: b}
+}
+
+// match returns the entry of the slot's bucket (not empty) holding the
+// longest prefix containing a (nil: none), or slow for a slow bucket. The
+// first entry is read from the slot; the bucket only when it has more.
+func (sl *slot4) match(a uint32) (e *ent4, slow bool) {
+	n := sl.first.cnt
+	if n == 0 {
+		return nil, true
+	}
+	if e := &sl.first; a&(^uint32(0)<<(32-e.bits)) == e.net { // bits > 16
+		return e, false
+	}
+	if n > 1 {
+		es := unsafe.Slice(sl.b, n)
+		for i := 1; i < len(es); i++ {
+			if e := &es[i]; a&(^uint32(0)<<(32-e.bits)) == e.net {
+				return e, false
+			}
+		}
+	}
+	return nil, false
+}
+
+// match is slot4.match for an IPv6 address's words.
+func (sl *slot6) match(hi, lo uint64) (e *ent6, slow bool) {
+	n := sl.first.cnt
+	if n == 0 {
+		return nil, true
+	}
+	if e := &sl.first; e.match(hi, lo) {
+		return e, false
+	}
+	if n > 1 {
+		es := unsafe.Slice(sl.b, n)
+		for i := 1; i < len(es); i++ {
+			if e := &es[i]; e.match(hi, lo) {
+				return e, false
+			}
+		}
+	}
+	return nil, false
+}
+
+// bucket4 returns the bucket of /16 v (nil: none).
+func (x *lpmIndex) bucket4(v uint32) *ent4 {
+	if sl := x.bkt4.get(v); sl != nil {
+		return sl.b
+	}
+	return nil
+}
+
+// bucket returns the bucket of /32 v inside the node's /16 (nil: none).
+func (n *node6) bucket(v uint32) *ent6 {
+	if sl := n.bkt.get(v); sl != nil {
+		return sl.b
+	}
+	return nil
 }
 
 // slow4 and slow6 are the slow-bucket markers.
@@ -219,11 +322,12 @@ func (a *parr[T]) get(i uint32) *T {
 }
 
 // update returns a copy of a with slots [lo, lo+n) replaced by f(old),
-// copying the top once and each touched group and chunk once.
-func (a *parr[T]) update(lo, n uint32, f func(*T) *T) *parr[T] {
-	na := new(parr[T])
+// copying the top once and each touched group and chunk once. The top is
+// returned by value: its holder (lpmIndex, node6) keeps it inline.
+func (a *parr[T]) update(lo, n uint32, f func(*T) *T) parr[T] {
+	var na parr[T]
 	if a != nil {
-		*na = *a
+		na = *a
 	}
 	end := lo + n
 	for gi := lo >> 12; gi <= (end-1)>>12; gi++ {
@@ -244,6 +348,45 @@ func (a *parr[T]) update(lo, n uint32, f func(*T) *T) *parr[T] {
 		}
 		na.g[gi] = g
 	}
+	return na
+}
+
+// varr is a persistent array of 65,536 slots held by value (the bucket
+// arrays: slot4, slot6), 64 groups of 64 chunks of 16 slots (6 + 6 + 4
+// bits): a chunk of 16 slots of 32 or 48 bytes copies as much on a change
+// as parr's chunk of 64 pointers. A nil group or chunk reads as no slot.
+type varr[S any] struct {
+	g [64]*[64]*[16]S
+}
+
+func (a *varr[S]) get(i uint32) *S {
+	g := a.g[(i>>10)&0x3f]
+	if g == nil {
+		return nil
+	}
+	c := g[(i>>4)&0x3f]
+	if c == nil {
+		return nil
+	}
+	return &c[i&0xf]
+}
+
+// set returns a copy of a with slot i set to v, copying the touched group
+// and chunk.
+func (a *varr[S]) set(i uint32, v S) varr[S] {
+	na := *a
+	gi, ci := (i>>10)&0x3f, (i>>4)&0x3f
+	g := new([64]*[16]S)
+	if old := na.g[gi]; old != nil {
+		*g = *old
+	}
+	c := new([16]S)
+	if old := g[ci]; old != nil {
+		*c = *old
+	}
+	c[i&0xf] = v
+	g[ci] = c
+	na.g[gi] = g
 	return na
 }
 
@@ -322,16 +465,13 @@ func (x *lpmIndex) lookup4(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	_, w := addrWords(addr)
 	a := uint32(w)
 	v := a >> 16
-	if b := x.bkt4.get(v); b != nil {
-		if b.cnt == 0 {
+	if sl := x.bkt4.get(v); sl != nil && sl.b != nil {
+		e, slow := sl.match(a)
+		if slow {
 			return netip.Prefix{}, leaf{}, ixAsk
 		}
-		es := unsafe.Slice(b, b.cnt)
-		for i := range es {
-			e := &es[i]
-			if a&(^uint32(0)<<(32-e.bits)) == e.net { // bits > 16
-				return withWords(addr, 0, w&^0xffffffff|uint64(e.net), int(e.bits)), e.l, ixHit
-			}
+		if e != nil {
+			return withWords(addr, 0, w&^0xffffffff|uint64(e.net), int(e.bits)), e.l, ixHit
 		}
 	}
 	if c := x.root.get(v); c != nil {
@@ -347,17 +487,13 @@ func (x *lpmIndex) lookup6(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	v0 := uint32(hi >> 48)
 	if n := x.next6.get(v0); n != nil {
 		v1 := uint32(hi>>32) & 0xffff
-		if b := n.bkt.get(v1); b != nil {
-			if b.cnt == 0 {
+		if sl := n.bkt.get(v1); sl != nil && sl.b != nil {
+			e, slow := sl.match(hi, lo)
+			if slow {
 				return netip.Prefix{}, leaf{}, ixAsk
 			}
-			es := unsafe.Slice(b, b.cnt)
-			for i := range es {
-				e := &es[i]
-				mh, ml := mask128(int(e.bits))
-				if hi&mh == e.hi && lo&ml == e.lo {
-					return withWords(addr, e.hi, e.lo, int(e.bits)), e.l, ixHit
-				}
+			if e != nil {
+				return withWords(addr, e.hi, e.lo, int(e.bits)), e.l, ixHit
 			}
 		}
 		if c := n.cov.get(v1); c != nil {
@@ -437,22 +573,22 @@ func (x *lpmIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *lpmInde
 		v := uint32(lo >> 16)
 		if bits <= 16 {
 			n := *x
-			n.root = coverWith(x.root, v, bits, 16, 0, p, l, s)
+			n.root = coverWith(&x.root, v, bits, 16, 0, p, l, s)
 			return &n
 		}
-		old := x.bkt4.get(v)
+		old := x.bucket4(v)
 		nb := bucket4With(old, uint32(lo), uint8(bits), l, existed, p, s)
 		if nb == old {
 			return x
 		}
 		n := *x
-		n.bkt4 = x.bkt4.update(v, 1, func(*ent4) *ent4 { return nb })
+		n.bkt4 = x.bkt4.set(v, slotOf4(nb))
 		return &n
 	}
 	v0 := uint32(hi >> 48)
 	if bits <= 16 {
 		n := *x
-		n.root = coverWith(x.root, v0, bits, 16, 0, p, l, s)
+		n.root = coverWith(&x.root, v0, bits, 16, 0, p, l, s)
 		return &n
 	}
 	nd := node6{}
@@ -461,14 +597,14 @@ func (x *lpmIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *lpmInde
 	}
 	v1 := uint32(hi>>32) & 0xffff
 	if bits <= 32 {
-		nd.cov = coverWith(nd.cov, v1, bits, 32, 17, p, l, s)
+		nd.cov = coverWith(&nd.cov, v1, bits, 32, 17, p, l, s)
 	} else {
-		old := nd.bkt.get(v1)
+		old := nd.bucket(v1)
 		nb := bucket6With(old, hi, lo, uint8(bits), l, existed, p, s)
 		if nb == old {
 			return x
 		}
-		nd.bkt = nd.bkt.update(v1, 1, func(*ent6) *ent6 { return nb })
+		nd.bkt = nd.bkt.set(v1, slotOf6(nb))
 	}
 	n := *x
 	n.next6 = x.next6.update(v0, 1, func(*node6) *node6 { return &nd })
@@ -479,7 +615,7 @@ func (x *lpmIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *lpmInde
 // least minBits) over the slots it spans in a level whose slots are
 // levelBits long: slot v is p's first. A removed cover gives way to the
 // longest remaining prefix of the level's lengths containing p.
-func coverWith(a *parr[coverEnt], v uint32, bits, levelBits, minBits int, p netip.Prefix, l leaf, s *store) *parr[coverEnt] {
+func coverWith(a *parr[coverEnt], v uint32, bits, levelBits, minBits int, p netip.Prefix, l leaf, s *store) parr[coverEnt] {
 	span := uint32(1) << uint(levelBits-bits)
 	first := v &^ (span - 1) & 0xffff
 	if l.len() > 0 {

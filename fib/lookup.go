@@ -73,6 +73,12 @@ type FIB struct {
 	tables *Tables
 	rules  *rulesops.Ops
 	v6     bool
+	// local6 and main6 are IPv6's local and main tables, which exist from
+	// NewIPv6 on and, as every table, are never replaced (fib6_tables_init()):
+	// fast6 reaches their stores in one load each instead of three (the
+	// Tables, its registry, the registry's slot). nil: not yet created
+	// when the FIB was linked; fast6 asks the registry.
+	local6, main6 *table
 	// groups answers the device group for suppress_ifgroup; nil means
 	// every device is in group 0 (the default group).
 	groups atomic.Pointer[groupHolder]
@@ -96,7 +102,12 @@ type groupHolder struct{ src GroupSource }
 
 // NewFIB links a family's tables and rules. rules must be the same family.
 func NewFIB(tables *Tables, rules *rulesops.Ops) *FIB {
-	return &FIB{tables: tables, rules: rules, v6: rules.Family() == rtnl.AF_INET6}
+	f := &FIB{tables: tables, rules: rules, v6: rules.Family() == rtnl.AF_INET6}
+	if f.v6 {
+		set := tables.set.Load()
+		f.local6, f.main6 = set.get(rtnl.RT_TABLE_LOCAL), set.get(rtnl.RT_TABLE_MAIN)
+	}
+	return f
 }
 
 // SetGroups sets where suppress_ifgroup finds device groups (nsmgr: the

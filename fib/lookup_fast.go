@@ -2,7 +2,6 @@ package fib
 
 import (
 	"syscall"
-	"unsafe"
 
 	"github.com/nlemu/nlemu/flow"
 	"github.com/nlemu/nlemu/rtnl"
@@ -64,15 +63,21 @@ func probe4(s *store, id uint32, k *flow.Key, h *hit) (syscall.Errno, bool) {
 	var l leaf
 	var fa fastAns
 	bits := -1
-	if b := x.bkt4.get(a >> 16); b != nil {
-		if b.cnt == 0 {
+	if sl := x.bkt4.get(a >> 16); sl != nil && sl.b != nil {
+		// The bucket's first (longest) entry is in the slot (slot4);
+		// the bucket itself is read only when it holds more.
+		e := &sl.first
+		if e.cnt == 0 {
 			return 0, false // a slow bucket: bart answers
 		}
-		for _, e := range unsafe.Slice(b, b.cnt) {
-			if a&(^uint32(0)<<(32-e.bits)) == e.net { // bits > 16
-				l, bits, fa = e.l, int(e.bits), e.fa
-				break
+		if a&(^uint32(0)<<(32-e.bits)) != e.net { // bits > 16
+			e = nil
+			if sl.first.cnt > 1 {
+				e, _ = sl.match(a)
 			}
+		}
+		if e != nil {
+			l, bits, fa = e.l, int(e.bits), e.fa
 		}
 	}
 	if bits < 0 {
@@ -129,13 +134,16 @@ func (f *FIB) fast6(k *flow.Key, res *Result) (syscall.Errno, bool) {
 	if !k.Dst.Is6() {
 		return 0, false
 	}
-	set := f.tables.set.Load()
-	if t := set.fixed[rtnl.RT_TABLE_LOCAL-253]; t != nil {
-		if s := t.root.Load(); s != nil && s.big != nil && !noPrefix6(s.ix, k) {
+	lt, t := f.local6, f.main6
+	if lt == nil || t == nil {
+		set := f.tables.set.Load()
+		lt, t = set.fixed[rtnl.RT_TABLE_LOCAL-253], set.fixed[rtnl.RT_TABLE_MAIN-253]
+	}
+	if lt != nil {
+		if s := lt.root.Load(); s != nil && s.big != nil && !noPrefix6(s.ix, k) {
 			return 0, false
 		}
 	}
-	t := set.fixed[rtnl.RT_TABLE_MAIN-253]
 	if t == nil {
 		return 0, false
 	}
@@ -189,16 +197,19 @@ func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (s
 	v0 := uint32(hi >> 48)
 	if nd := x.next6.get(v0); nd != nil {
 		v1 := uint32(hi>>32) & 0xffff
-		if b := nd.bkt.get(v1); b != nil {
-			if b.cnt == 0 {
+		if sl := nd.bkt.get(v1); sl != nil && sl.b != nil {
+			e := &sl.first // as in probe4
+			if e.cnt == 0 {
 				return 0, false
 			}
-			for _, e := range unsafe.Slice(b, b.cnt) {
-				mh, ml := mask128(int(e.bits))
-				if hi&mh == e.hi && lo&ml == e.lo {
-					l, bits, phi, plo, fa = e.l, int(e.bits), e.hi, e.lo, e.fa
-					break
+			if mh, ml := mask128(int(e.bits)); hi&mh != e.hi || lo&ml != e.lo {
+				e = nil
+				if sl.first.cnt > 1 {
+					e, _ = sl.match(hi, lo)
 				}
+			}
+			if e != nil {
+				l, bits, phi, plo, fa = e.l, int(e.bits), e.hi, e.lo, e.fa
 			}
 		}
 		if bits < 0 {

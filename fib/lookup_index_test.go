@@ -172,6 +172,7 @@ func TestIndexMatchesReference(t *testing.T) {
 						continue
 					}
 					s = s.with(p, old, l)
+					ixCheckSlot(t, s.ix, p)
 					if s.ix != nil {
 						modes[s.ix.mode]++
 					} else {
@@ -214,7 +215,7 @@ func TestIndexSlowBucketsRefill(t *testing.T) {
 		m[p] = l
 		ps = append(ps, p)
 	}
-	b := s.ix.bkt4.get(10<<8 | 1)
+	b := s.ix.bucket4(10<<8 | 1)
 	if b != slow4 {
 		t.Fatalf("bucket of 40 prefixes: %+v, want the slow marker", b)
 	}
@@ -222,7 +223,7 @@ func TestIndexSlowBucketsRefill(t *testing.T) {
 		s = s.with(p, m[p], leaf{})
 		delete(m, p)
 	}
-	b = s.ix.bkt4.get(10<<8 | 1)
+	b = s.ix.bucket4(10<<8 | 1)
 	if b == nil || b.cnt != 4 {
 		t.Fatalf("bucket of 4 prefixes: %+v, want its 4 entries back", b)
 	}
@@ -343,7 +344,7 @@ func BenchmarkIndexUpkeep(b *testing.B) {
 // previous version; the previous version reads as before.
 func TestParrUpdateCopiesOnlyTouchedChunks(t *testing.T) {
 	one := func(v int) func(*int) *int { return func(*int) *int { return &v } }
-	var a *parr[int]
+	var a parr[int]
 	for _, i := range []uint32{0, 63, 64, 4095, 4096, 65535} {
 		a = a.update(i, 1, one(int(i)))
 	}
@@ -370,5 +371,74 @@ func TestParrUpdateCopiesOnlyTouchedChunks(t *testing.T) {
 	}
 	if got := a.get(150); got != nil {
 		t.Errorf("old version's slot 150 = %v, want nil", *got)
+	}
+}
+
+// ixCheckSlot checks that the bucket slot of p (a prefix longer than the
+// level) in a full index holds a copy of its bucket's first entry
+// (slot4, slot6): the lookup reads the copy, the changes write the bucket.
+func ixCheckSlot(t *testing.T, x *lpmIndex, p netip.Prefix) {
+	t.Helper()
+	if x == nil || x.mode != ixFull {
+		return
+	}
+	hi, lo := addr128(p.Masked().Addr())
+	switch {
+	case !x.v6 && p.Bits() > 16:
+		if sl := x.bkt4.get(uint32(lo) >> 16); sl != nil && (sl.b == nil && sl.first != ent4{} || sl.b != nil && sl.first != *sl.b) {
+			t.Fatalf("%v: slot %+v, bucket %+v", p, sl.first, sl.b)
+		}
+	case x.v6 && p.Bits() > 32:
+		nd := x.next6.get(uint32(hi >> 48))
+		if nd == nil {
+			t.Fatalf("%v: no second level", p)
+		}
+		if sl := nd.bkt.get(uint32(hi>>32) & 0xffff); sl != nil && (sl.b == nil && sl.first != ent6{} || sl.b != nil && sl.first != *sl.b) {
+			t.Fatalf("%v: slot %+v, bucket %+v", p, sl.first, sl.b)
+		}
+	}
+}
+
+// TestVarrSetCopiesOnlyTouchedChunk: setting one slot of a value array
+// copies its group and chunk and shares every other one with the previous
+// version, which reads as before.
+func TestVarrSetCopiesOnlyTouchedChunk(t *testing.T) {
+	var a varr[int]
+	for _, i := range []uint32{0, 15, 16, 1023, 1024, 65535} {
+		a = a.set(i, int(i)+1)
+	}
+	b := a.set(17, -1) // group 0, chunk 1
+	for i := uint32(0); i < 1<<16; i++ {
+		ga, gb := a.get(i), b.get(i)
+		want := 0
+		if ga != nil {
+			want = *ga
+		}
+		if i == 17 {
+			want = -1
+		}
+		got := 0
+		if gb != nil {
+			got = *gb
+		}
+		if got != want {
+			t.Fatalf("slot %d = %d, want %d", i, got, want)
+		}
+	}
+	if got := a.get(17); got == nil || *got != 0 {
+		t.Errorf("old version's slot 17 = %v, want 0 (its chunk holds slot 16)", got)
+	}
+	for ci := range 64 {
+		if shared := a.g[0][ci] == b.g[0][ci]; shared == (ci == 1) {
+			t.Errorf("group 0 chunk %d: shared %v", ci, shared)
+		}
+	}
+	for gi := 1; gi < 64; gi++ {
+		if a.g[gi] != b.g[gi] {
+			t.Errorf("group %d copied by a change of group 0", gi)
+		}
+	}
+	if a.get(2048) != nil || b.get(2048) != nil {
+		t.Errorf("a slot of a group never set reads as a slot")
 	}
 }
