@@ -28,8 +28,9 @@ import (
 //     the thread; when that is refused the worker runs unpinned and the
 //     output says so). The threads live for the whole measurement and die
 //     with their goroutines, so no pinned thread returns to the runtime.
-//   - A warm-up round runs first and is not counted (page faults, caches,
-//     the phase length's calibration).
+//   - Warm-up phases run first, each kind twice, and are not counted
+//     (page faults, caches, the calibration of the count to a phase
+//     length).
 //   - Each round is a one-core phase (worker r mod g alone, so every CPU
 //     takes its turn) and an all-cores phase (every worker), in the order
 //     one→all in even rounds and all→one in odd ones, so that a drift of
@@ -43,7 +44,8 @@ import (
 //     (CONFIG_PARAVIRT_TIME_ACCOUNTING, update_rq_clock_task()), so CPU
 //     time over wall time below CleanShare means the worker did not have
 //     its CPU for the whole phase: preempted by another process on that
-//     CPU, or its vCPU descheduled by the host. Such a round is not clean.
+//     CPU, or its vCPU descheduled by the host. Such a phase is not
+//     clean.
 //
 // The statistic is the best phase of each kind: the highest all-cores
 // rate over the highest one-core rate, each over every round. Interference
@@ -71,7 +73,7 @@ import (
 // hardware's own scaling in the same minutes is beside the lookups'.
 
 // CleanShare is the least thread CPU time over wall time that every worker
-// of both phases must have had for a round to count as clean. An
+// of a phase must have had for the phase to count as clean. An
 // undisturbed worker has 0.99 and more (the timer tick and the clock reads
 // are the rest).
 const CleanShare = 0.95
