@@ -127,8 +127,13 @@ func lookupRow(family uint8, typ uint16, dump bool) (row, bool) {
 // dispatchByType is dispatch indexed by type, then family (up to the
 // type's highest registered family): the per-request lookup, where the
 // map's hashing was a twentieth of an in-process route get.
-var dispatchByType = func() (t [rtnl.RTM_MAX + 1][]row) {
-	for k, r := range dispatch {
+var dispatchByType = indexDispatch(dispatch)
+
+// indexDispatch builds dispatchByType from the map (a test that replaces
+// dispatch rebuilds it).
+func indexDispatch(d map[dispatchKey]row) (t *[rtnl.RTM_MAX + 1][]row) {
+	t = new([rtnl.RTM_MAX + 1][]row)
+	for k, r := range d {
 		rs := t[k.typ]
 		if int(k.family) >= len(rs) {
 			rs = append(rs, make([]row, int(k.family)+1-len(rs))...)
@@ -137,7 +142,7 @@ var dispatchByType = func() (t [rtnl.RTM_MAX + 1][]row) {
 		t[k.typ] = rs
 	}
 	return t
-}()
+}
 
 // dispatchRow is the row of (typ, family), nil when none is registered.
 func dispatchRow(typ uint16, family uint8) *row {

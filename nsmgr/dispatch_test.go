@@ -49,9 +49,10 @@ func TestLinkChangeRunsUnderRTNL(t *testing.T) {
 	held := false
 	probe := row{family: 99, typ: rtnl.RTM_SETLINK, flags: lockRTNL,
 		doit: func(ns *Namespace, _ *Request) *rtnl.Error { held = ns.cfg.RTNL.Held(); return nil }}
-	old := dispatch
-	defer func() { dispatch = old }()
+	old, oldIndex := dispatch, dispatchByType
+	defer func() { dispatch, dispatchByType = old, oldIndex }()
 	dispatch = buildDispatch(append(append([]row{}, rtnlTable...), append(startupRows(), probe)...))
+	dispatchByType = indexDispatch(dispatch)
 	body := make([]byte, 16)
 	body[0] = 99
 	before := ns.cfg.RTNL.Stats().Acquisitions
