@@ -146,74 +146,6 @@
 /* Size of the SOCKERR datagram: nlmsghdr + i32 errno. */
 #define SOCKERR_LEN (NLMSG_HDRLEN + 4)
 
-/* ---- spin then block -------------------------------------------------
- *
- * Through the shim every request is a round trip to another process: the
- * client's receive blocks, the server's send wakes it, and each side pays
- * a wake-up and a context switch per request (the kernel answers inside the
- * sender's sendmsg: no switch). On a machine with a CPU to spare the wait
- * for the reply of a request just sent first polls the socket without
- * blocking (recvmsg MSG_DONTWAIT, a pause and the vDSO clock in between)
- * for up to NLEMU_SPIN_US microseconds, and blocks only after that, as the
- * kernel's busy polling (SO_BUSY_POLL, sk_busy_loop()) and glibc's adaptive
- * mutexes do; with the server spinning too (server/fdconn.go) a round trip
- * is then four system calls and no wake-up.
- *
- * Adaptive, per socket: a wait that ends within the window (a hit) lowers
- * the back-off level by one; one that does not (a miss: the reply came
- * later, or never, as for a listener after its last reply) raises it and
- * the next 2^level - 1 waits block at once (level at most SPIN_MAX_LEVEL).
- * So a client queued behind a busy server, whose replies take milliseconds,
- * spins for about one wait in a thousand, and one whose replies come in
- * time spins for each. Only a blocking receive (no MSG_DONTWAIT, the socket
- * not O_NONBLOCK as far as socket(), fcntl() and ioctl(FIONBIO) told us)
- * after a send on the socket spins; poll() and friends never do. Never
- * with one CPU to run on (sched_getaffinity): the spin would only delay the
- * server. NLEMU_SPIN_US=0 turns it off. */
-
-/* SPIN_US_DEFAULT: chosen by measurement (docs/SHIM.md, "Spin then block"). */
-#define SPIN_US_DEFAULT 50
-#define SPIN_US_MAX 10000
-#define SPIN_MAX_LEVEL 10
-/* SPIN_PROBE_NS: the time between two probes of the socket. */
-#define SPIN_PROBE_NS 300
-
-/* spin_ns is the spin window in nanoseconds, 0 for none (set once, by the
- * constructor: until it runs nothing spins). */
-static long spin_ns;
-
-static void spin_init(void)
-{
-	long us = SPIN_US_DEFAULT;
-	const char *e = getenv("NLEMU_SPIN_US");
-	if (e && *e) {
-		char *end;
-		long v = strtol(e, &end, 10);
-		if (*end == 0 && v >= 0)
-			us = v > SPIN_US_MAX ? SPIN_US_MAX : v;
-	}
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) < 2)
-		us = 0;
-	spin_ns = us * 1000;
-}
-
-static inline uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* Groups we track: as many as rtnetlink has (the kernel's nlk->ngroups). */
 /* nlk->ngroups of NETLINK_ROUTE: RTNLGRP_MAX of Linux 6.18, measured (the
  * server checks groups; this only sizes the membership bitmap) */
@@ -341,6 +273,131 @@ static void resolve_all(void)
 		if (__builtin_expect(!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 0)) \
 			pthread_once(&resolve_once, resolve_all);     \
 	} while (0)
+
+/* ---- spin then block -------------------------------------------------
+ *
+ * Through the shim every request is a round trip to another process: the
+ * client's receive blocks, the server's send wakes it, and each side pays
+ * a wake-up and a context switch per request (the kernel answers inside the
+ * sender's sendmsg: no switch). On a machine with a CPU to spare the wait
+ * for the reply of a request just sent first polls the socket without
+ * blocking (recvmsg MSG_DONTWAIT, a pause and the vDSO clock in between)
+ * for up to NLEMU_SPIN_US microseconds, and blocks only after that, as the
+ * kernel's busy polling (SO_BUSY_POLL, sk_busy_loop()) and glibc's adaptive
+ * mutexes do; with the server spinning too (server/fdconn.go) a round trip
+ * is then four system calls and no wake-up.
+ *
+ * Adaptive, per socket: a wait that ends within the window (a hit) lowers
+ * the back-off level by one; one that does not (a miss: the reply came
+ * later, or never, as for a listener after its last reply) raises it and
+ * the next 2^level - 1 waits block at once (level at most SPIN_MAX_LEVEL).
+ * So a client queued behind a busy server, whose replies take milliseconds,
+ * spins for about one wait in a thousand, and one whose replies come in
+ * time spins for each. Only a blocking receive (no MSG_DONTWAIT, the socket
+ * not O_NONBLOCK as far as socket(), fcntl() and ioctl(FIONBIO) told us)
+ * after a send on the socket spins; poll() and friends never do. Never
+ * with one CPU to run on (sched_getaffinity), nor while the machine has no
+ * CPU to spare: more tasks runnable than the CPUs this process may use
+ * (/proc/loadavg's running count, nr_running(), looked at every
+ * SPARE_EVERY waits). A spinner then holds a CPU that the server, or the
+ * task the scheduler would have woken there, needs: measured with a third
+ * busy process on 2 CPUs, round trips of 26-34 us spinning against 11-12
+ * us blocking. NLEMU_SPIN_US=0 turns it off; NLEMU_SPIN_ALWAYS=1 spins
+ * without looking for a CPU to spare (tests, and measuring on a shared
+ * machine). */
+
+/* SPIN_US_DEFAULT: chosen by measurement (docs/SHIM.md, "Spin then block"). */
+#define SPIN_US_DEFAULT 50
+#define SPIN_US_MAX 10000
+#define SPIN_MAX_LEVEL 10
+/* SPIN_PROBE_NS: the time between two probes of the socket. */
+#define SPIN_PROBE_NS 300
+
+/* spin_ns is the spin window in nanoseconds, 0 for none (set once, by the
+ * constructor: until it runs nothing spins). */
+static long spin_ns;
+/* spin_cpus: the CPUs this process may use (sched_getaffinity). */
+static int spin_cpus;
+
+/* SPARE_EVERY: waits between two looks at /proc/loadavg. */
+#define SPARE_EVERY 64
+static unsigned spare_tick; /* waits since the last look (racy: a hint) */
+static int spare;           /* the last look found a CPU to spare */
+static int spin_always;     /* NLEMU_SPIN_ALWAYS=1 */
+
+/* running_tasks is the number of runnable tasks on the machine, the caller
+ * included (the fourth field of /proc/loadavg, "R/T"), -1 when unknown. */
+static int running_tasks(void)
+{
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[128];
+	ssize_t n = real_read(fd, buf, sizeof(buf) - 1);
+	real_close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = buf;
+	for (int f = 0; f < 3; f++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -1;
+		p++;
+	}
+	char *end;
+	long v = strtol(p, &end, 10);
+	return end != p && *end == '/' ? (int)v : -1;
+}
+
+/* spare_cpu reports whether spinning may take a CPU: no more runnable tasks
+ * than this process's CPUs (the spinner and its server among them). */
+static int spare_cpu(void)
+{
+	if (spin_always)
+		return 1;
+	if (spare_tick++ % SPARE_EVERY == 0) {
+		int r = running_tasks();
+		spare = r >= 0 && r <= spin_cpus;
+	}
+	return spare;
+}
+
+static void spin_init(void)
+{
+	long us = SPIN_US_DEFAULT;
+	const char *e = getenv("NLEMU_SPIN_US");
+	if (e && *e) {
+		char *end;
+		long v = strtol(e, &end, 10);
+		if (*end == 0 && v >= 0)
+			us = v > SPIN_US_MAX ? SPIN_US_MAX : v;
+	}
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) < 2)
+		us = 0;
+	else
+		spin_cpus = CPU_COUNT(&set);
+	e = getenv("NLEMU_SPIN_ALWAYS");
+	spin_always = e && strcmp(e, "1") == 0;
+	spin_ns = us * 1000;
+}
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 /* ---- per-socket state and the fd table --------------------------------- */
 
@@ -949,6 +1006,9 @@ static void say_unreachable(const char *path, const char *why)
 #include <sys/stat.h>
 #define HELLO_OPT_CREATE (1u << 4)
 #define HELLO_OPT_EPHEMERAL (1u << 5)
+/* HELLO_OPT_SPIN: this client spins for its replies (see "spin then
+ * block"), so the server may spin for its requests. */
+#define HELLO_OPT_SPIN (1u << 6)
 
 __attribute__((constructor)) static void netns_start_record(void)
 {
@@ -1044,6 +1104,8 @@ static int server_open(int cloexec, uint32_t *portid)
 	struct nlmsghdr *h = (struct nlmsghdr *)hello;
 	h->nlmsg_len = (uint32_t)hlen;
 	h->nlmsg_type = NLEMU_HELLO;
+	if (spin_ns > 0)
+		nsopts |= HELLO_OPT_SPIN;
 	uint32_t fields[4] = {NLEMU_VERSION, (uint32_t)getpid(), nsopts, 0};
 	memcpy(hello + NLMSG_HDRLEN, fields, sizeof(fields));
 	memcpy(hello + NLMSG_HDRLEN + 16, ns, nlen);
@@ -2098,8 +2160,9 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 		}
 		int spin = 0;
 		if (s->expect && !(flags & MSG_DONTWAIT) && !s->nonblock) {
-			if (s->spin_skip) {
-				s->spin_skip--;
+			if (s->spin_skip || !spare_cpu()) {
+				if (s->spin_skip)
+					s->spin_skip--;
 				s->spin_skips++;
 				s->expect = 0;
 			} else {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
@@ -64,7 +65,19 @@ type fdConn struct {
 	// it spins (reader only; spinBusy).
 	spin spinState
 	away *awayPin
+	// peerSpins: the client's HELLO said it spins for its replies
+	// (helloOptSpin); set before the connection is served.
+	peerSpins bool
 }
+
+// helloOptSpin is the HELLO option bit of a client that spins for its
+// replies (the shim, unless NLEMU_SPIN_US=0 or it has one CPU;
+// docs/PROTOCOL.md). A busy reader spins only for such a client: one that
+// blocks in its receive is woken by the reply wherever the scheduler
+// finds room, and a reader spinning on the other CPU takes that room
+// (measured on 2 CPUs shared with other jobs: 120-135 us per round trip
+// with only the reader spinning, against 10-11 us with neither).
+const helloOptSpin = 1 << 6
 
 // busyIdle is how long a busy connection's blocking receive waits before
 // the connection returns to a loop: far longer than an `ip -batch`
@@ -170,10 +183,13 @@ func (s *spinState) miss() {
 // select_task_rq_fair()), and a client woken onto the CPU where the reader
 // spins waits for the spinner's time slice (measured on 2 CPUs: a round
 // trip of 14-22 us with the reader spinning unpinned, against 9.4-9.9 us
-// with no spin at all). The thread is locked to the goroutine while busy
-// and its affinity is every CPU the process may use but the client's,
-// looked at again after every miss and every rehomeEvery hits, and given
-// back (restore) before the thread is unlocked.
+// with no spin at all). The thread is locked to the goroutine while busy;
+// while it spins its affinity is every CPU the process may use but the
+// client's, looked at again after every miss and every rehomeEvery hits;
+// a wait that does not spin gives the affinity back first (unpin: a
+// thread held to the one other CPU of a machine without a CPU to spare
+// waits there behind whatever runs on it), and so does restore, before
+// the thread is unlocked.
 type awayPin struct {
 	pid    int32
 	saved  unix.CPUSet
@@ -185,14 +201,27 @@ type awayPin struct {
 // awayPinned counts the busy readers' moves off their client's CPU.
 var awayPinned atomic.Uint64
 
-// awayFrom locks the calling goroutine to its thread and moves the thread
-// off the CPU of client pid (when known and another CPU is allowed).
+// awayFrom locks the calling goroutine to its thread, for client pid.
 func awayFrom(pid int32) *awayPin {
 	runtime.LockOSThread()
 	a := &awayPin{pid: pid, client: -1}
 	a.ok = unix.SchedGetaffinity(0, &a.saved) == nil
-	a.again()
 	return a
+}
+
+// pin moves the thread off the client's CPU unless it is already.
+func (a *awayPin) pin() {
+	if a != nil && a.client < 0 {
+		a.again()
+	}
+}
+
+// unpin gives the thread its affinity back.
+func (a *awayPin) unpin() {
+	if a != nil && a.ok && a.client >= 0 {
+		unix.SchedSetaffinity(0, &a.saved)
+		a.client = -1
+	}
 }
 
 // again looks at the client's CPU and moves off it if needed.
@@ -226,10 +255,77 @@ func (a *awayPin) every() {
 
 // restore gives the thread its affinity back and unlocks it.
 func (a *awayPin) restore() {
-	if a.ok && a.client >= 0 {
-		unix.SchedSetaffinity(0, &a.saved)
-	}
+	a.unpin()
 	runtime.UnlockOSThread()
+}
+
+// spareEvery is how many waits pass between two looks at /proc/loadavg
+// (spareCPU).
+const spareEvery = 64
+
+var (
+	spareTick atomic.Uint32
+	spare     atomic.Bool
+	// spinCPUs is the number of CPUs the process may use.
+	spinCPUs = runtime.NumCPU()
+	// spinAlways (NLEMU_SPIN_ALWAYS=1) spins without looking for a CPU
+	// to spare: for tests, and to measure what the spin does on a
+	// machine shared with other jobs.
+	spinAlways = os.Getenv("NLEMU_SPIN_ALWAYS") == "1"
+)
+
+// spareCPU reports whether a spin may take a CPU: no more tasks runnable on
+// the machine than the process's CPUs (the spinner and its client among
+// them), as /proc/loadavg's running count (nr_running()) said at the last
+// of the looks taken every spareEvery waits. With a third busy task on 2
+// CPUs a spinning reader holds the CPU where the scheduler would have
+// woken the client, which then waits behind the other task: round trips
+// of 88-129 us against 11-12 us without the spin (measured with the
+// client not spinning).
+func spareCPU() bool {
+	if spinAlways {
+		return true
+	}
+	if spareTick.Add(1)%spareEvery == 1 {
+		r := runningTasks()
+		spare.Store(r >= 0 && r <= spinCPUs)
+	}
+	return spare.Load()
+}
+
+// runningTasks is the number of runnable tasks on the machine, the caller
+// included (the fourth field of /proc/loadavg, "R/T"), -1 when unknown.
+// Raw system calls into a stack buffer, as pidCPU.
+func runningTasks() int {
+	fd, err := unix.Open("/proc/loadavg", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	var buf [128]byte
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	return loadavgRunning(buf[:n])
+}
+
+// loadavgRunning parses the running count out of a /proc/loadavg line
+// ("0.50 0.40 0.30 3/312 4567"), -1 when it is not one.
+func loadavgRunning(b []byte) int {
+	f := bytes.Fields(b)
+	if len(f) < 4 {
+		return -1
+	}
+	r, _, ok := bytes.Cut(f[3], []byte("/"))
+	if !ok {
+		return -1
+	}
+	v, err := strconv.Atoi(string(r))
+	if err != nil || v < 0 {
+		return -1
+	}
+	return v
 }
 
 // busySpinHits and busySpinMisses count the busy readers' spins that found
@@ -352,7 +448,7 @@ func (t *fdConn) tryBusy() bool {
 // a loop.
 func (lc *loopConn) runBusy() {
 	t := lc.t
-	if busySpin > 0 {
+	if busySpin > 0 && t.peerSpins {
 		if lc.pid == 0 {
 			lc.pid = peerPID(t.fd)
 		}
@@ -397,8 +493,9 @@ func (lc *loopConn) runBusy() {
 // at most busyIdle (errIdle after that).
 func (t *fdConn) recvBusy() ([]byte, error) {
 	buf := *t.buf
-	if busySpin > 0 {
-		if t.spin.want() {
+	if busySpin > 0 && t.peerSpins {
+		if t.spin.want() && spareCPU() {
+			t.away.pin()
 			if n, ok := t.spinBusy(buf); ok {
 				busySpinHits.Add(1)
 				t.spin.hit()
@@ -410,6 +507,7 @@ func (t *fdConn) recvBusy() ([]byte, error) {
 			t.away.again()
 		} else {
 			busySpinSkips.Add(1)
+			t.away.unpin()
 		}
 	}
 	start := time.Now()
