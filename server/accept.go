@@ -447,7 +447,7 @@ func (h *handshake) run(hello []byte, truncated bool) {
 		h.close()
 		return
 	}
-	t.peerSpins = opts&helloOptSpin != 0 // fdconn.go
+	t.peerSpins = opts&helloOptSpin != 0      // fdconn.go
 	s.serveConn(c, t, h.key, h.optionsQueued) // unix.go
 }
 
