@@ -135,7 +135,8 @@ func (j *Journal) flush() {
 
 // allocator extends the file ahead of the records when asked (kick), for
 // both leader policies, so that neither the changes nor the flusher's
-// fdatasyncs wait for an allocation (4 MiB of zeros and their fdatasync).
+// fdatasyncs wait for an allocation (an fallocate of 4 MiB; without one,
+// 4 MiB of zeros and their fdatasync).
 func (j *Journal) allocator() {
 	defer close(j.allocDone)
 	for {
@@ -278,8 +279,9 @@ func (j *Journal) syncLocked() {
 // keeps each client running its changes back to back, as without --state.
 //
 // The mapping is only touched below alloc, where the file's blocks exist
-// (Allocate wrote them, zero, and synced them), so a store never needs a
-// new block: a full disk refuses the change in reserve, as on the write
+// (allocate made them: fallocate's unwritten extents, which read as zeros,
+// or zeros written and synced where the file system has no fallocate), so
+// a store never needs a new block: a full disk refuses the change in reserve, as on the write
 // path, instead of faulting (SIGBUS) in the store. A crash in the middle
 // of a store leaves that record torn: restore skips it (a hole) or cuts it
 // (at the end), and it is exactly a change that was not acknowledged.

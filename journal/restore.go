@@ -269,7 +269,7 @@ func (j *Journal) restore() (*Restored, error) {
 	}
 	if rs.TornBytes == 0 {
 		j.alloc = size // zeros allocated ahead
-	} else if f.Allocate(good, j.opt.allocChunk) == nil {
+	} else if j.allocate(f, good, j.opt.allocChunk) == nil {
 		j.alloc += j.opt.allocChunk
 	}
 	if j.closedBytes > 0 && j.closedBytes >= j.snapBytes {
@@ -304,7 +304,7 @@ func (j *Journal) startFile(n uint64) error {
 	if err := j.openLanes(n); err != nil {
 		return err
 	}
-	if f.Allocate(j.alloc, j.opt.allocChunk) == nil {
+	if j.allocate(f, j.alloc, j.opt.allocChunk) == nil {
 		j.alloc += j.opt.allocChunk
 	}
 	return nil
