@@ -45,6 +45,15 @@ type lpmIndex struct {
 	v6   bool
 
 	tiny []tinyEnt
+	// An IPv6 tiny index's summary, for fast6's question whether table
+	// local holds any prefix containing a destination (a namespace's
+	// addresses, ::1, anycast, ff00::/8): bloom has bit bloomBit(hi) set
+	// for the top 64 bits of each prefix of /64 or longer, and short holds
+	// the shorter ones, scanned in full. A destination whose bit is clear
+	// and that no short prefix contains is in no local prefix: the lookup
+	// skips the scan of every local entry (TestLocalSummaryMatchesScan).
+	bloom uint64
+	short []tinyEnt
 
 	// root covers lengths 0–16 keyed by address bits 0–15 (both families).
 	// The arrays' tops are held by value, here and in node6: a lookup
@@ -539,8 +548,22 @@ func buildTiny(s *store, v6 bool) *lpmIndex {
 		x.tiny = append(x.tiny, tinyOf(p, l))
 	}
 	slices.SortFunc(x.tiny, func(a, b tinyEnt) int { return b.bits - a.bits })
+	if v6 {
+		for _, e := range x.tiny {
+			if e.bits >= 64 {
+				x.bloom |= 1 << bloomBit(e.hi)
+			} else {
+				x.short = append(x.short, e)
+			}
+		}
+	}
 	return x
 }
+
+// bloomBit is the bit of lpmIndex.bloom for the top 64 bits of an IPv6
+// address: a multiplicative hash, so that the few /128s of a local table
+// spread over the word.
+func bloomBit(hi uint64) uint64 { return hi * 0x9e3779b97f4a7c15 >> 58 }
 
 func tinyOf(p netip.Prefix, l leaf) tinyEnt {
 	e := tinyEnt{bits: p.Bits(), p: p.Masked(), l: l}

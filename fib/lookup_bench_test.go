@@ -117,6 +117,40 @@ func BenchmarkLookup6NoRules(b *testing.B) { benchLookup(b, rtnl.AF_INET6, false
 // the main rule.
 func BenchmarkLookup6Rules(b *testing.B) { benchLookup(b, rtnl.AF_INET6, true) }
 
+// benchLocal6 gives an IPv6 FIB's table local what a namespace with a
+// device and two global addresses holds: ::1, the link-local address and
+// its anycast, the global addresses and their subnet anycasts, ff00::/8.
+func benchLocal6(b *testing.B, f *FIB) {
+	for _, d := range []string{"::1/128", "fe80::1/128", "fe80::/128", "2001:db8::1/128", "2001:db8::/128",
+		"2001:db8:0:1::1/128", "2001:db8:0:1::/128", "ff00::/8"} {
+		r := Route{Family: rtnl.AF_INET6, Table: rtnl.RT_TABLE_LOCAL, Dst: netip.MustParsePrefix(d),
+			Type: rtnl.RTN_LOCAL, Protocol: rtnl.RTPROT_KERNEL, Nexthops: []Nexthop{{Dev: 1, Weight: 1}}}
+		if d == "ff00::/8" {
+			r.Type, r.Priority, r.Nexthops[0].Dev = rtnl.RTN_MULTICAST, 256, 2
+		}
+		if _, err := f.tables.Insert(r, rtnl.NLM_F_CREATE|rtnl.NLM_F_EXCL); err != nil {
+			b.Fatalf("%s: %v", d, err)
+		}
+	}
+}
+
+// BenchmarkLookup6NoRulesLocalAddrs is BenchmarkLookup6NoRules in a
+// namespace whose table local holds addresses (benchLocal6): the fast path
+// first asks whether local holds the destination (noPrefix6).
+func BenchmarkLookup6NoRulesLocalAddrs(b *testing.B) {
+	f, keys := benchFIB(b, rtnl.AF_INET6, benchRoutes, false)
+	benchLocal6(b, f)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); {
+		if _, err := f.Lookup(keys[i]); err != 0 {
+			b.Fatal(err)
+		}
+		if i++; i == len(keys) {
+			i = 0
+		}
+	}
+}
+
 // benchBatch times LookupBatch over bursts of 64 flows, to one destination
 // (same) or to 64 (distinct), with or without hints (seed 003), and
 // reports ns per lookup.

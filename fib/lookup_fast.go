@@ -168,6 +168,17 @@ func noPrefix6(x *lpmIndex, k *flow.Key) bool {
 	}
 	if x.mode == ixTiny {
 		hi, lo := addrWords(k.Dst)
+		if x.bloom&(1<<bloomBit(hi)) == 0 {
+			// No prefix of /64 or longer holds the destination's /64:
+			// only the short ones can contain it.
+			for i := range x.short {
+				e := &x.short[i]
+				if hi&e.mhi == e.hi && lo&e.mlo == e.lo {
+					return false
+				}
+			}
+			return true
+		}
 		for i := range x.tiny {
 			e := &x.tiny[i]
 			if hi&e.mhi == e.hi && lo&e.mlo == e.lo {

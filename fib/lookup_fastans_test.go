@@ -1,8 +1,10 @@
 package fib
 
 import (
+	"maps"
 	"math/rand"
 	"net/netip"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -148,5 +150,82 @@ func TestFastAnsMatchesChoose(t *testing.T) {
 			t.Errorf("v6 %v: only %d of 20000 random entry lists had a precomputed answer", v6, used)
 		}
 		t.Logf("v6 %v: %d precomputed answers compared", v6, used)
+	}
+}
+
+// localRandPrefix draws a prefix of an IPv6 local table: mostly /128
+// addresses in a few /64s (global, link-local, loopback), ff00::/8, and now
+// and then a shorter prefix of any length.
+func localRandPrefix(rng *rand.Rand) netip.Prefix {
+	var a [16]byte
+	switch rng.Intn(4) {
+	case 0:
+		a[0], a[1] = 0xfe, 0x80
+	case 1:
+		a[15] = 1 // ::1
+		return netip.PrefixFrom(netip.AddrFrom16(a), 128)
+	default:
+		a[0], a[1], a[2], a[3], a[7] = 0x20, 0x01, 0x0d, 0xb8, byte(rng.Intn(3))
+	}
+	a[15] = byte(rng.Intn(4))
+	switch rng.Intn(8) {
+	case 0:
+		return netip.MustParsePrefix("ff00::/8")
+	case 1:
+		return netip.PrefixFrom(netip.AddrFrom16(a), rng.Intn(129)).Masked()
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), 128)
+}
+
+// TestLocalSummaryMatchesScan: fast6's question whether table local holds
+// a prefix containing the destination (noPrefix6) answers, with the tiny
+// index's summary (bloom, short), what a linear scan of every stored prefix
+// answers, over random local tables and destinations (in, beside and far
+// from their prefixes, multicast); the summary alone decides a good share.
+func TestLocalSummaryMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	decided, compared := 0, 0
+	for round := 0; round < 300; round++ {
+		var s *store
+		m := map[netip.Prefix]leaf{}
+		for range 1 + rng.Intn(tinyMax) {
+			p := localRandPrefix(rng)
+			if _, ok := m[p]; ok {
+				continue
+			}
+			l := leaf{head: &attrs{r: Route{Family: rtnl.AF_INET6, Type: rtnl.RTN_LOCAL}}}
+			s = s.with(p, leaf{}, l)
+			m[p] = l
+		}
+		if s.ix == nil || s.ix.mode != ixTiny {
+			t.Fatalf("round %d: %d prefixes, no tiny index", round, len(m))
+		}
+		for range 100 {
+			dst := localRandPrefix(rng).Addr()
+			b := dst.As16()
+			switch rng.Intn(4) {
+			case 0:
+				b[15] ^= byte(1 + rng.Intn(255))
+			case 1:
+				b[0], b[1] = 0xff, 0x02 // multicast
+			case 2:
+				b[5] ^= 0x40 // another /64
+			}
+			dst = netip.AddrFrom16(b)
+			k := flow.Key{Dst: dst}
+			_, _, inLocal := ixRefLPM(m, dst)
+			if got := noPrefix6(s.ix, &k); got == inLocal {
+				t.Fatalf("round %d: local %v, %v: noPrefix6 %v, the scan finds a prefix: %v", round, slices.Collect(maps.Keys(m)), dst, got, inLocal)
+			}
+			compared++
+			hi, _ := addrWords(dst)
+			if s.ix.bloom&(1<<bloomBit(hi)) == 0 {
+				decided++
+			}
+		}
+	}
+	t.Logf("%d of %d answers decided by the summary", decided, compared)
+	if decided < compared/5 {
+		t.Errorf("the summary decided only %d of %d answers", decided, compared)
 	}
 }
