@@ -69,11 +69,18 @@ func AppendMessages(msgs []Message, b []byte) []Message {
 // AppendHeader appends a netlink header for a message of total length n
 // (header included) to dst.
 func AppendHeader(dst []byte, n int, typ, flags uint16, seq, pid uint32) []byte {
-	dst = ne.AppendUint32(dst, uint32(n))
-	dst = ne.AppendUint16(dst, typ)
-	dst = ne.AppendUint16(dst, flags)
-	dst = ne.AppendUint32(dst, seq)
-	return ne.AppendUint32(dst, pid)
+	dst, b := extend(dst, NLMSG_HDRLEN)
+	putHeader(b, n, typ, flags, seq, pid)
+	return dst
+}
+
+// putHeader writes an nlmsghdr into b.
+func putHeader(b []byte, n int, typ, flags uint16, seq, pid uint32) {
+	ne.PutUint32(b, uint32(n))
+	ne.PutUint16(b[4:], typ)
+	ne.PutUint16(b[6:], flags)
+	ne.PutUint32(b[8:], seq)
+	ne.PutUint32(b[12:], pid)
 }
 
 // AppendMessage appends one complete message (header + payload parts,

@@ -2,6 +2,7 @@ package rtnl
 
 import (
 	"net/netip"
+	"slices"
 	"syscall"
 )
 
@@ -735,9 +736,11 @@ var (
 // nla_nest_start_noflag() writes them.
 func AppendRoute(dst []byte, typ, flags uint16, seq, pid uint32, r *RouteMsg) []byte {
 	start := len(dst)
-	dst = AppendHeader(dst, 0, typ, flags, seq, pid)
-	dst = append(dst, r.Family, r.DstLen, r.SrcLen, r.Tos, r.Table, r.Protocol, r.Scope, r.Type)
-	dst = ne.AppendUint32(dst, r.Flags)
+	dst, h := extend(dst, NLMSG_HDRLEN+RtmsgLen)
+	putHeader(h, 0, typ, flags, seq, pid)
+	h = h[NLMSG_HDRLEN:]
+	h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7] = r.Family, r.DstLen, r.SrcLen, r.Tos, r.Table, r.Protocol, r.Scope, r.Type
+	ne.PutUint32(h[8:], r.Flags)
 	var order []uint8
 	switch {
 	case r.Family == AF_INET6:
@@ -762,9 +765,28 @@ func AppendRoute(dst []byte, typ, flags uint16, seq, pid uint32, r *RouteMsg) []
 	return dst
 }
 
+// extend grows dst by n bytes and returns it with the n new bytes, which
+// the caller must write in full (a reused buffer holds old bytes there):
+// an encoder checks the capacity once per attribute, not once per field.
+func extend(dst []byte, n int) ([]byte, []byte) {
+	l := len(dst)
+	if cap(dst)-l < n {
+		dst = slices.Grow(dst, n)
+	}
+	dst = dst[:l+n]
+	return dst, dst[l : l+n : l+n]
+}
+
+// putAttrHdr writes an attribute header for an n-byte payload into b.
+func putAttrHdr(b []byte, t uint16, n int) {
+	ne.PutUint16(b, uint16(nlaHdrLen+n))
+	ne.PutUint16(b[2:], t)
+}
+
 func appendAttrHdr(dst []byte, t uint16, n int) []byte {
-	dst = ne.AppendUint16(dst, uint16(nlaHdrLen+n))
-	return ne.AppendUint16(dst, t)
+	dst, b := extend(dst, nlaHdrLen)
+	putAttrHdr(b, t, n)
+	return dst
 }
 
 func appendPad(dst []byte, n int) []byte {
@@ -775,7 +797,10 @@ func appendPad(dst []byte, n int) []byte {
 }
 
 func appendU32Attr(dst []byte, t uint16, v uint32) []byte {
-	return ne.AppendUint32(appendAttrHdr(dst, t, 4), v)
+	dst, b := extend(dst, nlaHdrLen+4)
+	putAttrHdr(b, t, 4)
+	ne.PutUint32(b[4:], v)
+	return dst
 }
 
 func appendBytesAttr(dst []byte, t uint16, b []byte) []byte {
@@ -785,11 +810,16 @@ func appendBytesAttr(dst []byte, t uint16, b []byte) []byte {
 
 func appendAddrAttr(dst []byte, t uint16, a netip.Addr) []byte {
 	if a.Is4() {
-		b := a.As4()
-		return appendBytesAttr(dst, t, b[:])
+		dst, b := extend(dst, nlaHdrLen+4)
+		putAttrHdr(b, t, 4)
+		*(*[4]byte)(b[4:]) = a.As4()
+		return dst
 	}
-	b := a.As16()
-	return appendBytesAttr(dst, t, b[:])
+	// IPv6, or the zero Addr (16 zero bytes).
+	dst, b := extend(dst, nlaHdrLen+16)
+	putAttrHdr(b, t, 16)
+	*(*[16]byte)(b[4:]) = a.As16()
+	return dst
 }
 
 func appendViaAttr(dst []byte, fam uint16, a netip.Addr) []byte {
@@ -838,7 +868,10 @@ func (r *RouteMsg) appendAttr(dst []byte, t uint8) []byte {
 	case RTA_NH_ID:
 		return appendU32Attr(dst, tt, r.NHID)
 	case RTA_PREF:
-		return appendBytesAttr(dst, tt, []byte{r.Pref})
+		dst, b := extend(dst, nlaHdrLen+4)
+		putAttrHdr(b, tt, 1)
+		b[4], b[5], b[6], b[7] = r.Pref, 0, 0, 0
+		return dst
 	case RTA_ENCAP_TYPE:
 		dst = ne.AppendUint16(appendAttrHdr(dst, tt, 2), r.EncapType)
 		return appendPad(dst, 2)
@@ -856,10 +889,17 @@ func (r *RouteMsg) appendAttr(dst []byte, t uint8) []byte {
 		return endNest(dst, at)
 	case RTA_CACHEINFO:
 		c := &r.CacheInfo
-		dst = appendAttrHdr(dst, tt, CacheInfoLen)
-		for _, v := range [8]uint32{c.ClntRef, c.LastUse, uint32(c.Expires), c.Error, c.Used, c.ID, c.TS, c.TSAge} {
-			dst = ne.AppendUint32(dst, v)
-		}
+		dst, b := extend(dst, nlaHdrLen+CacheInfoLen)
+		putAttrHdr(b, tt, CacheInfoLen)
+		b = b[nlaHdrLen:]
+		ne.PutUint32(b[0:], c.ClntRef)
+		ne.PutUint32(b[4:], c.LastUse)
+		ne.PutUint32(b[8:], uint32(c.Expires))
+		ne.PutUint32(b[12:], c.Error)
+		ne.PutUint32(b[16:], c.Used)
+		ne.PutUint32(b[20:], c.ID)
+		ne.PutUint32(b[24:], c.TS)
+		ne.PutUint32(b[28:], c.TSAge)
 		return dst
 	}
 	return dst
