@@ -53,7 +53,7 @@ type Config struct {
 	Cores int
 	// ParallelRounds and ParallelPhase shape the scaling case: rounds of
 	// a one-core and an all-cores phase of about ParallelPhase each
-	// (defaults 21 and 20 ms; parallel.go).
+	// (defaults 61 and 5 ms; parallel.go).
 	ParallelRounds int
 	ParallelPhase  time.Duration
 	// Seed makes the tables and flows reproducible.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -17,12 +18,12 @@ import (
 // micro-benchmark (package lookupbench).
 func runBench(args []string) int {
 	if len(args) == 0 || args[0] != "lookup" {
-		fmt.Fprintln(os.Stderr, "usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--rounds R] [--json]")
+		fmt.Fprintln(os.Stderr, "usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--rounds R] [--phase D] [--json]")
 		return 2
 	}
 	fs := flag.NewFlagSet("nlemu bench lookup", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--rounds R] [--json]
+		fmt.Fprint(fs.Output(), `Usage: nlemu bench lookup [--routes N] [--rules K] [--per-sample L] [--rounds R] [--phase D] [--json]
 
 Seed 000's route-lookup micro-benchmark: per family, N random routes in
 main and K non-matching custom rules, the fast path, the rule walk,
@@ -38,7 +39,7 @@ of it, nothing is subtracted. The batch cases time whole 64-flow bursts.
 
 One core against all: workers locked to OS threads and pinned each to its
 own CPU, a warm-up, then R rounds of a one-core and an all-cores phase of
-about 20 ms each (the order alternating), every worker's thread CPU time
+about D each (the order alternating), every worker's thread CPU time
 over its wall time shown per phase (below 0.95: it did not have its CPU,
 the phase is not clean). parallel_scaling is the best all-cores phase over
 the best one-core phase (interference only slows a phase down); the
@@ -53,7 +54,8 @@ gave a code that shares nothing, the bound of parallel_scaling.
 	routes := fs.Int("routes", 40000, "random routes per family in main")
 	rules := fs.Int("rules", 10, "non-matching custom rules for the rule-walk case")
 	perSample := fs.Int("per-sample", 256, "lookups timed together per sample (1..65536)")
-	rounds := fs.Int("rounds", 21, "rounds of the one-core against all-cores case (1..1000)")
+	rounds := fs.Int("rounds", 61, "rounds of the one-core against all-cores case (1..1000)")
+	phase := fs.Duration("phase", 5*time.Millisecond, "length of one phase of a round (1ms..1s)")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by family")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -78,10 +80,14 @@ gave a code that shares nothing, the bound of parallel_scaling.
 		fmt.Fprintln(os.Stderr, "nlemu bench lookup: --rounds must be in 1..1000")
 		return 2
 	}
+	if *phase < time.Millisecond || *phase > time.Second {
+		fmt.Fprintln(os.Stderr, "nlemu bench lookup: --phase must be in 1ms..1s")
+		return 2
+	}
 	// The collector settings of `nlemu serve`, so that the figures are
 	// those of a server's lookups.
 	gctune.Apply()
-	cfg := lookupbench.Config{Routes: *routes, Rules: *rules, PerSample: *perSample, ParallelRounds: *rounds, Seed: 1}
+	cfg := lookupbench.Config{Routes: *routes, Rules: *rules, PerSample: *perSample, ParallelRounds: *rounds, ParallelPhase: *phase, Seed: 1}
 	var bar *progressbar.ProgressBar
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		cfg.Progress = func(fam, done, total int) {

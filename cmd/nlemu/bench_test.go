@@ -19,6 +19,7 @@ func TestBenchLookupRejectsBadArguments(t *testing.T) {
 		{"lookup", "--samples", "3"},
 		{"lookup", "--per-sample", "0"},
 		{"lookup", "--rounds", "0"},
+		{"lookup", "--phase", "10us"},
 	} {
 		var code int
 		_, stderr := capture(t, func() { code = runBench(args) })
