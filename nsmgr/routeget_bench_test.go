@@ -126,3 +126,30 @@ func TestRouteGetLentBufferAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteGetClearsReply: RouteGet answers into a reused reply as into a
+// fresh one (the fill functions set only what they put, on a reply
+// RouteGet clears).
+func TestRouteGetClearsReply(t *testing.T) {
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		ns, msgs := benchRouteGetNS(t, fam)
+		for i := 0; i < len(msgs); i += 101 {
+			var q rtnl.RouteMsg
+			if err := q.DecodeGet(&msgs[i], true); err != nil {
+				t.Fatal(err)
+			}
+			var fresh rtnl.RouteMsg
+			if err := ns.RouteGet(&q, &fresh); err != nil {
+				t.Fatal(err)
+			}
+			stale := rtnl.RouteMsg{Family: 99, Tos: 7, Gateway: netip.MustParseAddr("192.0.2.1"), Mark: 5, Present: ^uint64(0)}
+			if err := ns.RouteGet(&q, &stale); err != nil {
+				t.Fatal(err)
+			}
+			want := rtnl.AppendRoute(nil, rtnl.RTM_NEWROUTE, 0, 1, 2, &fresh)
+			if diff := cmp.Diff(want, rtnl.AppendRoute(nil, rtnl.RTM_NEWROUTE, 0, 1, 2, &stale)); diff != "" {
+				t.Fatalf("family %d get %d: reply into a reused RouteMsg differs (-fresh +reused):\n%s", fam, i, diff)
+			}
+		}
+	}
+}
