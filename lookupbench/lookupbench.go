@@ -129,8 +129,8 @@ type Family struct {
 	// Reference is the reference work sampled with the cases, ns per
 	// spin step: a slow machine shows here as well (reference.go).
 	Reference Stats
-	// Sched is the sampling thread's migrations and preemptions while
-	// it took the samples.
+	// Sched is the sampling thread's migrations, preemptions and page
+	// faults while it took the samples.
 	Sched ThreadSched
 	// ClockRead is the median cost of one read of the samples' clock,
 	// measured back to back in the same run, in nanoseconds; PerSample
@@ -186,6 +186,7 @@ func (f *Family) JSON() map[string]any {
 		"reference_ns_p90":                  round3(f.Reference.P90),
 		"sample_migrations":                 f.Sched.Migrations,
 		"sample_involuntary_switches":       f.Sched.Involuntary,
+		"sample_page_faults":                f.Sched.Faults,
 		"lookups_per_sample":                f.PerSample,
 	}
 	for _, c := range f.cases() {
@@ -494,7 +495,7 @@ func sample(n int, pers []int, fns []func(off int)) ([]Stats, ThreadSched) {
 		st[i] = statsOf(out[i])
 	}
 	s1 := threadSched()
-	return st, ThreadSched{s1.Migrations - s0.Migrations, s1.Involuntary - s0.Involuntary}
+	return st, ThreadSched{s1.Migrations - s0.Migrations, s1.Involuntary - s0.Involuntary, s1.Faults - s0.Faults}
 }
 
 // ClockRead returns the median cost of one threadCPU call in nanoseconds,

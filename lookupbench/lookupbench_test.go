@@ -40,7 +40,7 @@ func TestRunJSONShape(t *testing.T) {
 		"parallel_rounds", "parallel_rounds_clean", "parallel_one_core_clean", "parallel_all_cores_clean", "parallel_scaling_median",
 		"parallel_cpu_share_min", "parallel_pinned", "parallel_steal_ms",
 		"parallel_scaling_reference", "parallel_scaling_reference_median", "reference_ns_p50", "reference_ns_p90",
-		"sample_migrations", "sample_involuntary_switches")
+		"sample_migrations", "sample_involuntary_switches", "sample_page_faults")
 	slices.Sort(want)
 	if diff := cmp.Diff([]string{"4", "6"}, keys(got)); diff != "" {
 		t.Fatalf("families (-want +got):\n%s", diff)
@@ -70,7 +70,7 @@ func TestRunJSONShape(t *testing.T) {
 
 // mayBeZero are the --json keys that are 0 on some machines or runs.
 var mayBeZero = map[string]bool{"parallel_rounds_clean": true, "parallel_one_core_clean": true, "parallel_all_cores_clean": true, "parallel_pinned": true, "parallel_steal_ms": true,
-	"sample_migrations": true, "sample_involuntary_switches": true}
+	"sample_migrations": true, "sample_involuntary_switches": true, "sample_page_faults": true}
 
 func keys[V any](m map[string]V) []string {
 	var out []string

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // The reference work tells the machine from the code. A lookup's time on
@@ -51,25 +53,32 @@ var spinSink [64 * 8]uint64
 // spinWork is spin as a worker of the scaling rounds.
 func spinWork(w int, n int64) { spinSink[w%64*8] = spin(n) }
 
-// ThreadSched is what the scheduler counted for the sampling thread while
-// it took the samples (from /proc/thread-self/sched; zero where the
-// kernel does not provide it).
+// ThreadSched is what the kernel counted for the sampling thread while it
+// took the samples (from /proc/thread-self/sched and getrusage
+// RUSAGE_THREAD; zero where the kernel does not provide it).
 type ThreadSched struct {
 	// Migrations is the times the thread moved to another CPU (each move
 	// starts on cold private caches).
 	Migrations int64
 	// Involuntary is the times another task preempted it.
 	Involuntary int64
+	// Faults is the page faults it took (minor and major: a first touch
+	// of a page of the tables or the flows would be one).
+	Faults int64
 }
 
 // threadSched reads the calling thread's counters; the caller holds its
 // OS thread locked.
 func threadSched() ThreadSched {
+	var t ThreadSched
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) == nil {
+		t.Faults = ru.Minflt + ru.Majflt
+	}
 	b, err := os.ReadFile("/proc/thread-self/sched")
 	if err != nil {
-		return ThreadSched{}
+		return t
 	}
-	var t ThreadSched
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		k, v, ok := bytes.Cut(sc.Bytes(), []byte(":"))

@@ -67,7 +67,7 @@ func Report(w io.Writer, fams []*Family) {
 		}
 		fmt.Fprintf(w, "  reference work (no memory, all integer units; a slow machine slows it too): p50 %.3f ns p90 %.3f ns per step\n",
 			f.Reference.P50, f.Reference.P90)
-		fmt.Fprintf(w, "  the sampling thread meanwhile: %d migrations to another CPU, %d preemptions\n", f.Sched.Migrations, f.Sched.Involuntary)
+		fmt.Fprintf(w, "  the sampling thread meanwhile: %d migrations to another CPU, %d preemptions, %d page faults\n", f.Sched.Migrations, f.Sched.Involuntary, f.Sched.Faults)
 		ScalingReport(w, f.Cores, &f.Scaling)
 		fmt.Fprintf(w, "  the reference work in the same rounds: best 1 core %.0f steps/s, %d cores %.0f steps/s: parallel_scaling_reference %.3f (clean phases %d and %d of %d; median %.3f): what the hardware gave a code that shares nothing, in the same minutes\n",
 			f.RefScaling.BestOne, f.Cores, f.RefScaling.BestAll, f.RefScaling.Best, f.RefScaling.CleanOne, f.RefScaling.CleanAll, len(f.RefScaling.Rounds), f.RefScaling.Median)
