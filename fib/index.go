@@ -55,11 +55,28 @@ type lpmIndex struct {
 	bloom uint64
 	short []tinyEnt
 
+	// full is the full form's arrays (nil for a tiny index, which so
+	// carries none of their tops); the store keeps the pointer again
+	// (store.fx) for the fast path's probes.
+	full *fullIndex
+}
+
+// fullArrays returns x's full arrays (nil: no index, or a tiny one).
+func (x *lpmIndex) fullArrays() *fullIndex {
+	if x == nil {
+		return nil
+	}
+	return x.full
+}
+
+// fullIndex is a full index's arrays.
+type fullIndex struct {
+	v6 bool
 	// root covers lengths 0–16 keyed by address bits 0–15 (both families).
 	// The arrays' tops are held by value, here and in node6: a lookup
 	// reads a group pointer straight from the index, one dependent load
 	// per level less than through a pointer to the top (the IPv6 path
-	// has two levels); a tiny index carries them unused (3 × 128 bytes).
+	// has two levels).
 	root parr[coverEnt]
 	// IPv4: buckets of lengths 17–32 keyed by bits 0–15, each slot with
 	// its bucket's first entry inline (slot4).
@@ -267,7 +284,7 @@ func (sl *slot6) match(hi, lo uint64) (e *ent6, slow bool) {
 }
 
 // bucket4 returns the bucket of /16 v (nil: none).
-func (x *lpmIndex) bucket4(v uint32) *ent4 {
+func (x *fullIndex) bucket4(v uint32) *ent4 {
 	if sl := x.bkt4.get(v); sl != nil {
 		return sl.b
 	}
@@ -450,9 +467,9 @@ func (x *lpmIndex) lookup(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 		return netip.Prefix{}, leaf{}, ixAsk
 	}
 	if x.v6 {
-		return x.lookup6(addr)
+		return x.full.lookup6(addr)
 	}
-	return x.lookup4(addr)
+	return x.full.lookup4(addr)
 }
 
 func (x *lpmIndex) lookupTiny(addr netip.Addr) (netip.Prefix, leaf, ixState) {
@@ -470,7 +487,7 @@ func (x *lpmIndex) lookupTiny(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 }
 
 // lookup4 is the full IPv4 index: the /16's bucket, then its cover.
-func (x *lpmIndex) lookup4(addr netip.Addr) (netip.Prefix, leaf, ixState) {
+func (x *fullIndex) lookup4(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	_, w := addrWords(addr)
 	a := uint32(w)
 	v := a >> 16
@@ -491,7 +508,7 @@ func (x *lpmIndex) lookup4(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 
 // lookup6 is the full IPv6 index: the /32's bucket, the second level's
 // cover, the root's cover.
-func (x *lpmIndex) lookup6(addr netip.Addr) (netip.Prefix, leaf, ixState) {
+func (x *fullIndex) lookup6(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	hi, lo := addrWords(addr)
 	v0 := uint32(hi >> 48)
 	if n := x.next6.get(v0); n != nil {
@@ -577,11 +594,11 @@ func tinyOf(p netip.Prefix, l leaf) tinyEnt {
 }
 
 func buildFull(s *store, v6 bool) *lpmIndex {
-	x := &lpmIndex{mode: ixFull, v6: v6}
+	x := &fullIndex{v6: v6}
 	for p, l := range s.All() {
 		x = x.with(p, l, false, s)
 	}
-	return x
+	return &lpmIndex{mode: ixFull, v6: v6, full: x}
 }
 
 // with returns the full index with p's entries set to l (removed when l
@@ -589,6 +606,17 @@ func buildFull(s *store, v6 bool) *lpmIndex {
 // replaces a removed short prefix and refills a bucket that is small
 // again. A change inside a slow bucket returns x itself: nothing copied.
 func (x *lpmIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *lpmIndex {
+	f := x.full.with(p, l, existed, s)
+	if f == x.full {
+		return x
+	}
+	n := *x
+	n.full = f
+	return &n
+}
+
+// with is lpmIndex.with for the arrays.
+func (x *fullIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *fullIndex {
 	p = p.Masked()
 	hi, lo := addr128(p.Addr())
 	bits := p.Bits()

@@ -54,8 +54,8 @@ func (f *FIB) fast4(k *flow.Key, res *Result) (syscall.Errno, bool) {
 // prefix's entries answer: choose4 over the prefix's entries. h is written
 // (its Table set to id) only when an entry answers.
 func probe4(s *store, id uint32, k *flow.Key, h *hit) (syscall.Errno, bool) {
-	x := s.ix
-	if x == nil || x.mode != ixFull || x.v6 || !k.Dst.Is4() {
+	x := s.fx
+	if x == nil || x.v6 || !k.Dst.Is4() {
 		return 0, false
 	}
 	_, w := addrWords(k.Dst)
@@ -187,7 +187,7 @@ func noPrefix6(x *lpmIndex, k *flow.Key) bool {
 		}
 		return true
 	}
-	_, _, st := x.lookup6(k.Dst)
+	_, _, st := x.full.lookup6(k.Dst)
 	return st == ixNone
 }
 
@@ -196,8 +196,8 @@ func noPrefix6(x *lpmIndex, k *flow.Key) bool {
 // entry, no source prefix, any device — written out). h is written (its
 // Table set to id) only when an entry answers.
 func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (syscall.Errno, bool) {
-	x := s.ix
-	if x == nil || x.mode != ixFull || !x.v6 || !k.Dst.Is6() {
+	x := s.fx
+	if x == nil || !x.v6 || !k.Dst.Is6() {
 		return 0, false
 	}
 	hi, lo := addrWords(k.Dst)

@@ -172,7 +172,7 @@ func TestIndexMatchesReference(t *testing.T) {
 						continue
 					}
 					s = s.with(p, old, l)
-					ixCheckSlot(t, s.ix, p)
+					ixCheckSlot(t, s, p)
 					if s.ix != nil {
 						modes[s.ix.mode]++
 					} else {
@@ -215,7 +215,7 @@ func TestIndexSlowBucketsRefill(t *testing.T) {
 		m[p] = l
 		ps = append(ps, p)
 	}
-	b := s.ix.bucket4(10<<8 | 1)
+	b := s.fx.bucket4(10<<8 | 1)
 	if b != slow4 {
 		t.Fatalf("bucket of 40 prefixes: %+v, want the slow marker", b)
 	}
@@ -223,7 +223,7 @@ func TestIndexSlowBucketsRefill(t *testing.T) {
 		s = s.with(p, m[p], leaf{})
 		delete(m, p)
 	}
-	b = s.ix.bucket4(10<<8 | 1)
+	b = s.fx.bucket4(10<<8 | 1)
 	if b == nil || b.cnt != 4 {
 		t.Fatalf("bucket of 4 prefixes: %+v, want its 4 entries back", b)
 	}
@@ -377,9 +377,13 @@ func TestParrUpdateCopiesOnlyTouchedChunks(t *testing.T) {
 // ixCheckSlot checks that the bucket slot of p (a prefix longer than the
 // level) in a full index holds a copy of its bucket's first entry
 // (slot4, slot6): the lookup reads the copy, the changes write the bucket.
-func ixCheckSlot(t *testing.T, x *lpmIndex, p netip.Prefix) {
+func ixCheckSlot(t *testing.T, s *store, p netip.Prefix) {
 	t.Helper()
-	if x == nil || x.mode != ixFull {
+	x := s.fx
+	if x != s.ix.fullArrays() {
+		t.Fatalf("%v: the store's arrays %p are not its index's %p", p, x, s.ix.fullArrays())
+	}
+	if x == nil {
 		return
 	}
 	hi, lo := addr128(p.Masked().Addr())

@@ -181,10 +181,10 @@ func TestIndexSlowBucketChangesCopyNothing(t *testing.T) {
 			}
 			slowOf := func(s *store) bool {
 				if v6 {
-					n := s.ix.next6.get(0x2001)
+					n := s.fx.next6.get(0x2001)
 					return n != nil && n.bucket(0x0db8) == slow6
 				}
-				return s.ix.bucket4(10<<8|1) == slow4
+				return s.fx.bucket4(10<<8|1) == slow4
 			}
 			for i := range 20 {
 				p := pfx(i)

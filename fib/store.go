@@ -44,6 +44,9 @@ type store struct {
 	// ix is the read index (index.go, h-lk): the one structure a lookup
 	// probes; nil: the lookup asks the store.
 	ix *lpmIndex
+	// fx is ix's full arrays (ix.full), nil unless ix is full: probe4 and
+	// probe6 reach them in one load from the store.
+	fx *fullIndex
 	// srcRoutes counts the entries with a source prefix (IPv6 RTA_SRC,
 	// the kernel's fib6_src). LookupBatch reuses a result only while it
 	// is 0 in the tables the lookup reads: a source-specific route makes
@@ -385,6 +388,7 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 		n.fold()
 	}
 	n.ix = indexed(n.ix, p, l, old.head != nil, &n)
+	n.fx = n.ix.fullArrays()
 	return &n
 }
 
@@ -416,5 +420,6 @@ func storeOf(bt *bart.Table[leaf]) *store {
 	}
 	s := &store{big: bt, srcRoutes: n, size: bt.Size()}
 	s.ix = indexOf(s, bt.Size6() > 0)
+	s.fx = s.ix.fullArrays()
 	return s
 }
