@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/nlemu/nlemu/rtnl"
 )
@@ -290,4 +293,68 @@ func waitAllocatorIdle(t *testing.T, j *Journal) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestIntervalUnmapsWholePagesBeforeTheSync: on the mapped path the
+// flusher unmaps the whole pages behind the records before it writes them
+// back (so that the writeback write-protects no page the server has
+// mapped), and that loses nothing: they are mapped after the stores, not
+// after a tick, and the state restores whole, with the records stored
+// after the tick.
+func TestIntervalUnmapsWholePagesBeforeTheSync(t *testing.T) {
+	dir := t.TempDir()
+	e, _, ticks := intervalEnv(t, dir, true)
+	for i := range 200 { // about 13 KiB of records: 3 whole pages at least
+		e.mustDo("default", ruleAdd(rtnl.AF_INET, 0, uint32(100+i)))
+	}
+	e.j.mu.Lock()
+	e.j.peekSeg()
+	mapped, whole := e.j.mapped, e.j.written&^4095
+	e.j.mu.Unlock()
+	if whole < 3*4096 {
+		t.Fatalf("records end at %d: fewer than 3 whole pages", whole)
+	}
+	if got := presentPages(t, mapped[:whole]); got != int(whole/4096) {
+		t.Fatalf("after the stores %d of the %d whole pages are mapped, want all", got, whole/4096)
+	}
+	ticks <- time.Time{}
+	waitFor(func() bool { return synced(e.j) })
+	if got := presentPages(t, mapped[:whole]); got != 0 {
+		t.Errorf("after the tick %d of the %d whole pages are still mapped, want none", got, whole/4096)
+	}
+	for i := range 50 {
+		e.mustDo("default", ruleAdd(rtnl.AF_INET, 0, uint32(1000+i)))
+	}
+	want := e.state("default")
+	e.close()
+	e2 := openEnv(t, dir, Options{Fsync: Interval})
+	if diff := cmp.Diff(want, e2.state("default")); diff != "" {
+		t.Errorf("restored state (-acknowledged +restored):\n%s", diff)
+	}
+	if e2.rs.TornBytes != 0 || e2.rs.Failed != 0 || e2.rs.Holes != 0 {
+		t.Errorf("restore: %+v", *e2.rs)
+	}
+}
+
+// presentPages counts the pages of b that are mapped in this process's
+// page table (/proc/self/pagemap: bit 63 of each page's entry).
+func presentPages(t *testing.T, b []byte) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := len(b) / 4096
+	ent := make([]byte, 8*n)
+	if _, err := f.ReadAt(ent, int64(uintptr(unsafe.Pointer(&b[0]))/4096*8)); err != nil {
+		t.Fatal(err)
+	}
+	var present int
+	for i := range n {
+		if le.Uint64(ent[8*i:])>>63 != 0 {
+			present++
+		}
+	}
+	return present
 }

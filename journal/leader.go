@@ -246,9 +246,27 @@ func (j *Journal) syncLocked() {
 		from = 0
 	}
 	num := j.curNum
+	// Those whole pages are unmapped first (MADV_DONTNEED, one TLB
+	// flush for the range; their dirty bits go to the page cache, which
+	// keeps them): written back while mapped, each page is write-protected
+	// by the writeback (folio_mkclean()) with a TLB shootdown of its own,
+	// an interprocessor interrupt to every CPU the server runs on.
+	// BenchmarkApplyParallel, interval, 512 clients, 1,000,000 changes
+	// (perf stat): 22,000-34,000 tlb:tlb_flush events left mapped,
+	// 6,700-10,700 unmapped first. No store touches those pages again (one
+	// still running into the last of them faults it back in, nothing
+	// lost). The mapping stays as it is meanwhile: a rotation or a longer
+	// mapping waits for flushing.
+	var zap []byte
+	if j.mapped != nil && whole > from {
+		zap = j.mapped[from:whole]
+	}
 	j.mu.Unlock()
 	t0 := time.Now()
 	var err error
+	if zap != nil {
+		unix.Madvise(zap, unix.MADV_DONTNEED) // an error leaves the pages mapped: only slower
+	}
 	if rw, ok := f.(rangeWriter); ok && whole > from {
 		err = rw.WriteBack(from, whole-from)
 	}
