@@ -7,6 +7,11 @@
 #
 #   hack/statecost.sh [ROUNDS] [LOAD FLAGS...]     e.g. hack/statecost.sh 3 --netns 512
 #
+# Each line also gives the server's CPU per rule in both runs (user and
+# system, the load's server_*_us_per_rule: every thread of the embedded
+# server, the journal's flusher and page faults included), which depends
+# less than the wall time on what else the machine runs.
+#
 # Extra flags go to every run. POLICIES (default "interval group none
 # always") chooses the policies. `always` makes every change wait for its
 # own fdatasync, one at a time across the whole server (512 x 1,024 rules
@@ -32,7 +37,9 @@ report() {
 import json, sys
 r, label, a, b = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 for x, y in zip(a["runs"], b["runs"]):
-    print(f"round {r} IPv{x['family']} {label:>8} ({b['netns']} x {b['rules']}): without {x['wall_s']:.3f}s, with --state {y['wall_s']:.3f}s: {y['wall_s']/x['wall_s']:.2f}x")
+    cpu = lambda z: z.get("server_user_us_per_rule", 0) + z.get("server_sys_us_per_rule", 0)
+    print(f"round {r} IPv{x['family']} {label:>8} ({b['netns']} x {b['rules']}): without {x['wall_s']:.3f}s, with --state {y['wall_s']:.3f}s: {y['wall_s']/x['wall_s']:.2f}x"
+          f" (server CPU {cpu(x):.2f} / {cpu(y):.2f} us per rule)")
 PY
 }
 
