@@ -15,6 +15,7 @@
 # -count N runs the tests N times on each side (go test -count).
 # -gomaxprocs N sets GOMAXPROCS for the test binary on both sides (not for
 # nlemu's supervisor).
+# NLEMU=/path/to/nlemu uses that binary instead of building ./cmd/nlemu.
 # -strace-kernel runs the kernel side under `strace -f`, which makes every
 # system call slow as nlemu's are: TestRuleListFiltered's subtests then
 # fail on the kernel too (they run on goroutines that are not locked to
@@ -84,7 +85,7 @@ PIN
 	grep -c pinRuleTest "$work/netlink/rule_test.go" | sed 's/^/pinned subtest functions: /'
 fi
 (cd "$work/netlink" && CGO_ENABLED=0 go test -c -o "$work/netlink.test" .)
-go build -o "$work/nlemu" ./cmd/nlemu
+if [ -n "${NLEMU:-}" ]; then cp "$NLEMU" "$work/nlemu"; else go build -o "$work/nlemu" ./cmd/nlemu; fi
 
 runas=()
 if [ "$(id -u)" = 0 ]; then
@@ -106,7 +107,7 @@ mkdir -p "$work/home"
 [ "$(id -u)" = 0 ] && chown 65534:65534 "$work/home"
 # Inside unshare -r the user is "root" of its own user namespace: nlemu's
 # caches go under a home of its own.
-"${runas[@]}" env NLEMU_SOCKET="$sock" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >nlemu.txt 2>&1 || true
+"${runas[@]}" env NLEMU_SOCKET="$sock" NLEMU_EXEC_STATS="$work/sock/exec-stats.json" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >nlemu.txt 2>&1 || true
 
 count() { # file level(top|all) verdict
 	local pat='^--- '
@@ -147,3 +148,4 @@ for t in $gained; do
 	awk -v t="$t" '$0 ~ "^=== (RUN|NAME|CONT) +"t"$" {on=1; next} /^(=== |--- )/ {on=0} on' kernel.txt | head -3
 done
 echo "namespaces left on the server: $(NLEMU_SOCKET="$sock" "${runas[@]}" ./nlemu netns list | tr '\n' ' ')"
+echo "supervisor notifications (all runs): $(cat "$work/sock/exec-stats.json" 2>/dev/null)"

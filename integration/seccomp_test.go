@@ -258,7 +258,15 @@ func TestSeccompSendsDoNotNotify(t *testing.T) {
 	}
 	delete(got, "waits")
 	delete(got, "inline_waits")
-	want := map[string]uint64{"socket": 1, "bind": 1, "recvmsg": n, "total": n + 2}
+	// sockets answered from a connection made ahead (no notification)
+	if got["spares_taken"]+got["ready_taken"] > 1 {
+		t.Errorf("%d spares and %d ready spares taken for 1 socket", got["spares_taken"], got["ready_taken"])
+	}
+	delete(got, "spares_taken")
+	delete(got, "ready_taken")
+	// the exec of CMD itself is trapped (the supervisor forgets the
+	// thread's cached namespace before an execve)
+	want := map[string]uint64{"socket": 1, "bind": 1, "recvmsg": n, "execve": 1, "total": n + 3}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("notifications (-want +got):\n%s", d)
 	}

@@ -44,20 +44,41 @@ func RangeFor(soft uint64) Range {
 var rangeCalls = []string{
 	"recvmsg", "recvfrom", // the sender address (sockaddr_nl, nl_pid 0) and the group
 	"bind", "connect", "getsockname", "getpeername",
-	"setsockopt", "getsockopt", // SOL_NETLINK, and SO_RCVBUF that sizes the server's queue
-	"dup",  // a duplicate must stay in the range to stay emulated
-	"dup3", // (and dup2) only to warn when the copy leaves the range
+	"getsockopt", // SOL_NETLINK, SO_RCVBUF and the socket's names (SO_TYPE, ...)
+	"dup",        // a duplicate must stay in the range to stay emulated
+	"dup3",       // (and dup2) only to warn when the copy leaves the range
 	// read and readv return the datagram without a sender; trapped so a
 	// GROUP frame, an ACK or a SOCKERR from the server is presented as
 	// netlink_recvmsg() would (recv)
 	"read", "readv",
 }
 
+// setSocketOpts are the setsockopt(SOL_SOCKET) options trapped: the
+// receive buffer, which sizes the server's queue. Every other SOL_SOCKET
+// option (SO_SNDTIMEO, SO_RCVTIMEO, SO_SNDBUF, ...) runs on the Unix
+// socket in the kernel without a notification (the supervisor continued
+// it before, after a notification and a goroutine hand-off: 20-36 µs at
+// load 6-10, hack/exec-overhead.sh, against 1 µs now);
+// every other level is trapped (netlink's ENOPROTOOPT, where the Unix
+// socket's answer would be EOPNOTSUPP). getsockopt is trapped at every
+// level (SO_TYPE, SO_DOMAIN and SO_PROTOCOL name the socket; it is rare):
+// the program must stay below 256 instructions (TestFilterHasNoLongJumps).
+var setSocketOpts = []uint64{unix.SO_RCVBUF, unix.SO_RCVBUFFORCE}
+
+// Calls trapped whatever their arguments, only so that the supervisor
+// forgets a thread's cached network namespace before they run
+// (Supervisor.forgetNS; threadOf): setns(2), execve(2)/execveat(2); and
+// unshare(2) with CLONE_NEWNET. Each is continued at once.
+var nsCalls = []string{"setns", "execve", "execveat"}
+
 // Policy is the filter: socket(AF_NETLINK, *, NETLINK_ROUTE), the calls of
-// rangeCalls on descriptors in r and fcntl(F_DUPFD/F_DUPFD_CLOEXEC) on them
-// go to the supervisor; everything else is allowed. Sends (sendmsg,
-// sendto, write) are never trapped: unix_seqpacket_sendmsg() ignores the
-// destination address, so they run at socket speed.
+// rangeCalls on descriptors in r, setsockopt on them at a level other than
+// SOL_SOCKET or with an option of setSocketOpts,
+// fcntl(F_DUPFD/F_DUPFD_CLOEXEC) on them, and the namespace changes
+// (nsCalls, unshare(CLONE_NEWNET)) go to the supervisor; everything else
+// is allowed. Sends (sendmsg, sendto, write) are never trapped:
+// unix_seqpacket_sendmsg() ignores the destination address, so they run
+// at socket speed.
 func Policy(r Range) seccomp.Policy {
 	inRange := []seccomp.Condition{
 		{Argument: 0, Operation: seccomp.GreaterOrEqual, Value: uint64(r.Base)},
@@ -73,6 +94,18 @@ func Policy(r Range) seccomp.Policy {
 	for _, name := range append(append([]string(nil), rangeCalls...), dup2Calls...) {
 		nc = append(nc, seccomp.NameWithConditions{Name: name, Conditions: inRange})
 	}
+	other := append(append([]seccomp.Condition(nil), inRange...),
+		seccomp.Condition{Argument: 1, Operation: seccomp.NotEqual, Value: unix.SOL_SOCKET})
+	nc = append(nc, seccomp.NameWithConditions{Name: "setsockopt", Conditions: other})
+	for _, opt := range setSocketOpts {
+		c := append(append([]seccomp.Condition(nil), inRange...),
+			seccomp.Condition{Argument: 1, Operation: seccomp.Equal, Value: unix.SOL_SOCKET},
+			seccomp.Condition{Argument: 2, Operation: seccomp.Equal, Value: opt})
+		nc = append(nc, seccomp.NameWithConditions{Name: "setsockopt", Conditions: c})
+	}
+	nc = append(nc, seccomp.NameWithConditions{Name: "unshare", Conditions: []seccomp.Condition{
+		{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWNET},
+	}})
 	for _, cmd := range []uint64{unix.F_DUPFD, unix.F_DUPFD_CLOEXEC} {
 		c := append(append([]seccomp.Condition(nil), inRange...),
 			seccomp.Condition{Argument: 1, Operation: seccomp.Equal, Value: cmd})
@@ -81,6 +114,7 @@ func Policy(r Range) seccomp.Policy {
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{{
+			Names:              nsCalls,
 			NamesWithCondtions: nc,
 			Action:             seccomp.ActionUserNotify,
 		}},
@@ -133,4 +167,39 @@ func Install(r Range) (int, error) {
 		}
 		return -1, fmt.Errorf("seccomp: %w", e)
 	}
+}
+
+// emulated is the filter's meaning, written out: whether the supervisor
+// emulates system call nr with args (of this architecture). handle
+// continues anything else it is sent at once: go-seccomp-bpf's program
+// can trap a call beyond its policy (TestFilterMatchesReference,
+// libraryQuirk), never one fewer.
+func emulated(r Range, nr int, args [6]uint64) bool {
+	inRange := args[0] >= uint64(r.Base) && args[0] < uint64(r.Base+r.Len)
+	switch nr {
+	case unix.SYS_SOCKET:
+		return args[0] == unix.AF_NETLINK && args[2] == unix.NETLINK_ROUTE
+	case unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_BIND, unix.SYS_CONNECT, unix.SYS_GETSOCKNAME,
+		unix.SYS_GETPEERNAME, unix.SYS_GETSOCKOPT, unix.SYS_DUP, unix.SYS_DUP3, unix.SYS_READ, unix.SYS_READV:
+		return inRange
+	case sysDup2:
+		return inRange
+	case unix.SYS_SETSOCKOPT:
+		if args[1] != unix.SOL_SOCKET {
+			return inRange
+		}
+		for _, o := range setSocketOpts {
+			if args[2] == o {
+				return inRange
+			}
+		}
+		return false
+	case unix.SYS_SETNS, unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		return true
+	case unix.SYS_UNSHARE:
+		return args[0]&unix.CLONE_NEWNET != 0
+	case unix.SYS_FCNTL:
+		return inRange && (args[1] == unix.F_DUPFD || args[1] == unix.F_DUPFD_CLOEXEC)
+	}
+	return false
 }

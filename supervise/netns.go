@@ -97,21 +97,21 @@ func stampOf(path string) (dirStamp, error) {
 // thread's own namespace (the notification's pid is the thread's id, and
 // unshare/setns change one thread).
 func (m *nsMap) name(tid int, start nsID, startName string) (nsTarget, error) {
-	t, _, err := m.nameID(tid, start, startName)
-	return t, err
+	id, err := nsOf(nsPath(tid))
+	if err != nil {
+		return nsTarget{}, fmt.Errorf("the network namespace of thread %d: %w", tid, err)
+	}
+	return m.targetFor(id, start, startName), nil
 }
 
-// nameID is name and the thread's namespace (for anchor: one stat of
-// /proc/TID/ns/net per socket(), ≈ 10 µs on the loaded machine).
-func (m *nsMap) nameID(tid int, start nsID, startName string) (nsTarget, nsID, error) {
-	id, err := nsOf("/proc/" + strconv.Itoa(tid) + "/ns/net")
-	if err != nil {
-		return nsTarget{}, id, fmt.Errorf("the network namespace of thread %d: %w", tid, err)
-	}
+// targetFor maps the kernel namespace id (of a calling thread,
+// Supervisor.thread) to its nlemu namespace: the start one to startName,
+// another by target.
+func (m *nsMap) targetFor(id, start nsID, startName string) nsTarget {
 	if id == start {
-		return nsTarget{name: startName}, id, nil
+		return nsTarget{name: startName}
 	}
-	return m.target(id), id, nil
+	return m.target(id)
 }
 
 // target maps a namespace other than the start one: its /run/netns name,

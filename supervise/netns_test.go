@@ -182,12 +182,14 @@ func TestNsMapScanNotReusedWhenUnsure(t *testing.T) {
 	}
 }
 
-// TestTgidCached: the thread group of a calling thread is read once and
-// then taken from the cache while the thread its pidfd names lives; an
-// entry whose pidfd is not the one cached for the thread (its tid reused
-// after a fresh pidfd) is read anew.
-func TestTgidCached(t *testing.T) {
-	s := &Supervisor{pidfds: map[int]int{}, tgids: map[int]tgidOf{}}
+// TestThreadCached: the thread group and the network namespace of a
+// calling thread are read once and then taken from the cache while the
+// thread its pidfd names lives; an entry whose pidfd is not the one cached
+// for the thread (its tid reused after a fresh pidfd) is read anew, and a
+// namespace forgotten (forgetNS: the filter traps setns, unshare and
+// execve before they run) is read again while the thread group stays.
+func TestThreadCached(t *testing.T) {
+	s := &Supervisor{pidfds: map[int]int{}, threads: map[int]threadOf{}}
 	defer func() {
 		for _, f := range s.pidfds {
 			unix.Close(f)
@@ -197,19 +199,43 @@ func TestTgidCached(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	tid := unix.Gettid()
 	want := uint32(os.Getpid())
-	if got := s.tgid(tid); got != want {
-		t.Fatalf("tgid(%d) = %d, want %d", tid, got, want)
+	wantNS, err := nsOf("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, id, err := s.thread(tid); g != want || id != wantNS || err != nil {
+		t.Fatalf("thread(%d) = %d, %v, %v; want %d, %v", tid, g, id, err, want, wantNS)
 	}
 	pfd := s.pidfds[tid]
-	if d := cmp.Diff(map[int]tgidOf{tid: {want, pfd}}, s.tgids, cmp.AllowUnexported(tgidOf{})); d != "" {
+	opt := cmp.AllowUnexported(threadOf{}, nsID{})
+	if d := cmp.Diff(map[int]threadOf{tid: {pfd, want, wantNS, true}}, s.threads, opt); d != "" {
 		t.Errorf("cache (-want +got):\n%s", d)
 	}
-	s.tgids[tid] = tgidOf{12345, pfd}
-	if got := s.tgid(tid); got != 12345 {
-		t.Errorf("cached: %d, want the cached 12345", got)
+	fake := nsID{1, 2}
+	s.threads[tid] = threadOf{pfd, 12345, fake, true}
+	if g, id, _ := s.thread(tid); g != 12345 || id != fake {
+		t.Errorf("cached: %d, %v; want the cached 12345, %v", g, id, fake)
 	}
-	s.tgids[tid] = tgidOf{12345, pfd + 1000}
-	if got := s.tgid(tid); got != want {
-		t.Errorf("stale entry: %d, want %d", got, want)
+	for _, exec := range []bool{false, true} {
+		s.threads[tid] = threadOf{pfd, 12345, fake, true}
+		s.forgetNS(tid, exec)
+		if g, id, _ := s.thread(tid); g != 12345 || id != wantNS {
+			t.Errorf("forgotten (exec %v): %d, %v; want the cached 12345 and the namespace read again, %v", exec, g, id, wantNS)
+		}
+	}
+	// execve: the exec'ing thread takes the leader's tid, whose entry is
+	// forgotten too
+	leader := int(want)
+	if leader != tid {
+		s.threads[tid] = threadOf{pfd, want, fake, true}
+		s.threads[leader] = threadOf{-1, want, fake, true}
+		s.forgetNS(tid, true)
+		if e := s.threads[leader]; e.nsOK {
+			t.Errorf("the leader's namespace kept across execve: %+v", e)
+		}
+	}
+	s.threads[tid] = threadOf{pfd + 1000, 12345, fake, true}
+	if g, id, _ := s.thread(tid); g != want || id != wantNS {
+		t.Errorf("stale entry: %d, %v; want %d, %v", g, id, want, wantNS)
 	}
 }

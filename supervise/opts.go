@@ -64,6 +64,10 @@ func (s *Supervisor) setsockopt(c *call, sk *sock, cfd int) {
 			on = 1
 		}
 		if name == unix.NETLINK_LISTEN_ALL_NSID {
+			if c.inline {
+				c.again = true // acked: a goroutine of its own, as bind's
+				return
+			}
 			if e := sk.ctlCall(cfd, rtnl.NLEMU_SETSOCKOPT, rtnl.SOL_NETLINK, uint32(name), on); e != 0 {
 				c.fail(e)
 				return
@@ -83,6 +87,10 @@ func (s *Supervisor) setsockopt(c *call, sk *sock, cfd int) {
 		return
 	}
 	if name == unix.NETLINK_ADD_MEMBERSHIP || name == unix.NETLINK_DROP_MEMBERSHIP {
+		if c.inline {
+			c.again = true // the server's ack may wait behind queued data
+			return
+		}
 		if e := sk.ctlCall(cfd, rtnl.NLEMU_SETSOCKOPT, rtnl.SOL_NETLINK, uint32(name), v); e != 0 {
 			c.fail(e)
 			return

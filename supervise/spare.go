@@ -75,7 +75,59 @@ type sparePool struct {
 	taken int     // guarded by mu: spares handed out (for tests)
 	// fillErr is the filler's last failed connect (for tests).
 	fillErr error // guarded by mu
+	// ready holds connections with their HELLO done, by what the HELLO
+	// named (readySpare); wants the keys the filler is to top up.
+	ready map[helloKey]*readyList // guarded by mu
+	wants map[helloKey]bool       // guarded by mu
+	// readyMade and readyTaken count ready spares (for tests).
+	readyMade, readyTaken int // guarded by mu
 }
+
+// helloKey is what a HELLO names besides the connection: the namespace,
+// its HELLO option bits and the port id hint (the caller's process id).
+// Two socket() calls with one key get the same answer from the server but
+// for the port id, which the server picks among the free ones either way.
+type helloKey struct {
+	ns   string
+	opts uint32
+	pid  uint32
+}
+
+// readySpare is a connection made ahead with its HELLO answered and
+// NLEMU_GROUPFRAMES sent behind it: what a socket() of its key needs, but
+// for the receive buffer's default, the descriptor flags and the
+// injection. Taking one costs a socket() no server round trip: the HELLO
+// was ≈ 100 µs of the ≈ 170 µs a supervised socket() took
+// (hack/exec-overhead.sh, docs/EXEC.md).
+type readySpare struct {
+	fd     int
+	ino    uint64 // the Unix socket's inode (the supervisor's table key)
+	portid uint32
+	made   time.Time
+}
+
+// readyList is the ready spares of one key, oldest first, and when a
+// socket() last asked for the key (the least recently used key is
+// dropped first, readyKeys).
+type readyList struct {
+	spares []readySpare
+	used   time.Time
+}
+
+// readyPerKey is how many ready spares a key keeps: vishvananda/netlink
+// opens one socket per request, one after the other, and a second covers
+// a request made before the filler has replaced the first.
+const readyPerKey = 2
+
+// readyKeys bounds the keys that keep ready spares (each spare is a server
+// connection in its namespace, holding a port id).
+const readyKeys = 16
+
+// readyMaxAge is how long a ready spare is kept unused: a socket() is
+// answered from the server's state as of its HELLO, so a namespace
+// deleted on the server meanwhile (nlemu netns del) would still be the
+// spare's. A socket() made that long after the HELLO gets a fresh one.
+const readyMaxAge = 2 * time.Second
 
 // spare is one connection made ahead.
 type spare struct {
@@ -97,6 +149,151 @@ const spareMaxAge = 10 * time.Second
 func (p *sparePool) init(path string) {
 	p.path = path
 	p.kick = make(chan struct{}, 1)
+	p.ready = map[helloKey]*readyList{}
+	p.wants = map[helloKey]bool{}
+}
+
+// takeReady returns a ready spare of key k, if one is, and records that
+// the filler is to make more when fewer than readyPerKey are left: O(1), a
+// map look-up and a slice pop under the pool's lock, with no system call
+// but the stale spares' closes. The caller wakes the filler (wake) once it
+// has answered: its wake-up (a futex wake of an idle thread) then runs
+// beside the caller instead of before its answer.
+func (p *sparePool) takeReady(k helloKey) (readySpare, bool) {
+	if p.kick == nil {
+		return readySpare{}, false
+	}
+	now := time.Now()
+	var (
+		r     readySpare
+		ok    bool
+		stale []int
+	)
+	p.mu.Lock()
+	if l := p.ready[k]; l != nil {
+		l.used = now
+		for len(l.spares) > 0 && !ok {
+			r = l.spares[0]
+			l.spares = l.spares[1:]
+			if now.Sub(r.made) > readyMaxAge {
+				stale = append(stale, r.fd)
+				continue
+			}
+			ok = true
+			p.readyTaken++
+		}
+		if len(l.spares) < readyPerKey {
+			p.wants[k] = true
+		}
+	}
+	p.mu.Unlock()
+	for _, fd := range stale {
+		unix.Close(fd)
+	}
+	return r, ok
+}
+
+// want records that the filler is to make ready spares of key k (after a
+// socket() of k that found none); the caller wakes it.
+func (p *sparePool) want(k helloKey) {
+	if p.kick == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.ready[k] == nil {
+		p.ready[k] = &readyList{}
+	}
+	p.ready[k].used = time.Now()
+	p.wants[k] = true
+	p.mu.Unlock()
+}
+
+// fillReady makes the ready spares the wanted keys lack, dropping the
+// least recently used keys beyond readyKeys and the spares older than
+// readyMaxAge. A HELLO that fails drops the key's want: the next socket()
+// of the key takes the ordinary way and reports the server's answer.
+func (p *sparePool) fillReady() {
+	for {
+		var (
+			k       helloKey
+			found   bool
+			toClose []int
+		)
+		now := time.Now()
+		p.mu.Lock()
+		for len(p.ready) > readyKeys {
+			var oldest helloKey
+			var t time.Time
+			first := true
+			for key, l := range p.ready {
+				if first || l.used.Before(t) {
+					oldest, t, first = key, l.used, false
+				}
+			}
+			for _, r := range p.ready[oldest].spares {
+				toClose = append(toClose, r.fd)
+			}
+			delete(p.ready, oldest)
+			delete(p.wants, oldest)
+		}
+		for _, l := range p.ready {
+			for len(l.spares) > 0 && now.Sub(l.spares[0].made) > readyMaxAge {
+				toClose = append(toClose, l.spares[0].fd)
+				l.spares = l.spares[1:]
+			}
+		}
+		for key := range p.wants {
+			l := p.ready[key]
+			if l == nil || len(l.spares) >= readyPerKey {
+				delete(p.wants, key)
+				continue
+			}
+			k, found = key, true
+			break
+		}
+		p.mu.Unlock()
+		for _, fd := range toClose {
+			unix.Close(fd)
+		}
+		if !found {
+			return
+		}
+		r, err := makeReady(p.path, k)
+		p.mu.Lock()
+		l := p.ready[k]
+		if err != nil || l == nil {
+			if err != nil {
+				p.fillErr = err
+			}
+			delete(p.wants, k)
+			p.mu.Unlock()
+			if err == nil {
+				unix.Close(r.fd)
+			}
+			continue
+		}
+		l.spares = append(l.spares, r)
+		p.readyMade++
+		p.mu.Unlock()
+	}
+}
+
+// makeReady connects and runs the HELLO of key k (what socket() would).
+func makeReady(path string, k helloKey) (readySpare, error) {
+	fd, err := connectNonblock(path)
+	if err != nil {
+		return readySpare{}, err
+	}
+	fd, portid, err, _ := hello(fd, path, k.ns, k.pid, k.opts, func() {})
+	if err != nil {
+		return readySpare{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return readySpare{}, err
+	}
+	return readySpare{fd: fd, ino: st.Ino, portid: portid, made: time.Now()}, nil
 }
 
 // take returns a spare connection, or -1 when none is ready, and wakes the
@@ -144,6 +341,7 @@ func (p *sparePool) wake() {
 // next socket() connects itself.
 func (p *sparePool) filler() {
 	for range p.kick {
+		p.fillReady()
 		for {
 			p.mu.Lock()
 			n := len(p.fds)
@@ -164,6 +362,13 @@ func (p *sparePool) filler() {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// readyCounts returns how many ready spares socket() calls took.
+func (p *sparePool) readyCounts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.readyTaken
 }
 
 // counts returns the spares ready, connected and handed out.
