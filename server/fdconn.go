@@ -119,7 +119,20 @@ var (
 // NLEMU_LOOP_SPIN_US microseconds (0 turns it off, at most 10,000), else
 // defaultBusySpin; none with one CPU, where the spin would only delay the
 // client it waits for.
-var busySpin = spinWindow("NLEMU_LOOP_SPIN_US", defaultBusySpin)
+// Atomic: tests change it while readers of earlier connections run.
+var busySpin = newAtomicDuration(spinWindow("NLEMU_LOOP_SPIN_US", defaultBusySpin))
+
+// atomicDuration is a time.Duration read and written atomically.
+type atomicDuration struct{ v atomic.Int64 }
+
+func newAtomicDuration(d time.Duration) *atomicDuration {
+	a := &atomicDuration{}
+	a.v.Store(int64(d))
+	return a
+}
+
+func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
+func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
 
 // defaultBusySpin: chosen by measurement (docs/PROTOCOL.md, "Spin then
 // block").
@@ -271,7 +284,11 @@ var (
 	// spinAlways (NLEMU_SPIN_ALWAYS=1) spins without looking for a CPU
 	// to spare: for tests, and to measure what the spin does on a
 	// machine shared with other jobs.
-	spinAlways = os.Getenv("NLEMU_SPIN_ALWAYS") == "1"
+	spinAlways = func() *atomic.Bool {
+		var b atomic.Bool
+		b.Store(os.Getenv("NLEMU_SPIN_ALWAYS") == "1")
+		return &b
+	}()
 )
 
 // spareCPU reports whether a spin may take a CPU: no more tasks runnable on
@@ -283,7 +300,7 @@ var (
 // of 88-129 us against 11-12 us without the spin (measured with the
 // client not spinning).
 func spareCPU() bool {
-	if spinAlways {
+	if spinAlways.Load() {
 		return true
 	}
 	if spareTick.Add(1)%spareEvery == 1 {
@@ -448,7 +465,7 @@ func (t *fdConn) tryBusy() bool {
 // a loop.
 func (lc *loopConn) runBusy() {
 	t := lc.t
-	if busySpin > 0 && t.peerSpins {
+	if busySpin.Load() > 0 && t.peerSpins {
 		if lc.pid == 0 {
 			lc.pid = peerPID(t.fd)
 		}
@@ -493,7 +510,7 @@ func (lc *loopConn) runBusy() {
 // at most busyIdle (errIdle after that).
 func (t *fdConn) recvBusy() ([]byte, error) {
 	buf := *t.buf
-	if busySpin > 0 && t.peerSpins {
+	if busySpin.Load() > 0 && t.peerSpins {
 		if t.spin.want() && spareCPU() {
 			t.away.pin()
 			if n, ok := t.spinBusy(buf); ok {
@@ -554,6 +571,7 @@ func (t *fdConn) received(buf []byte, n int) ([]byte, error) {
 // or the end of stream (0), came; false when the window passed or the
 // probe failed otherwise (the blocking receive then reports it).
 func (t *fdConn) spinBusy(buf []byte) (int, bool) {
+	window := busySpin.Load()
 	start := time.Now()
 	for {
 		n, e := recvDontWait(t.fd, buf)
@@ -564,7 +582,7 @@ func (t *fdConn) spinBusy(buf []byte) (int, bool) {
 		default:
 			return 0, false
 		}
-		if time.Since(start) >= busySpin || loopReads.Load() != t.seen {
+		if time.Since(start) >= window || loopReads.Load() != t.seen {
 			return 0, false
 		}
 	}

@@ -22,9 +22,13 @@ import (
 // whatever else runs on the machine (spinAlways), and puts both back after.
 func withSpin(t *testing.T, d time.Duration) {
 	t.Helper()
-	oldSpin, oldAlways := busySpin, spinAlways
-	busySpin, spinAlways = d, true
-	t.Cleanup(func() { busySpin, spinAlways = oldSpin, oldAlways })
+	oldSpin, oldAlways := busySpin.Load(), spinAlways.Load()
+	busySpin.Store(d)
+	spinAlways.Store(true)
+	t.Cleanup(func() {
+		busySpin.Store(oldSpin)
+		spinAlways.Store(oldAlways)
+	})
 }
 
 // spinClient is a raw connection whose HELLO carries opts (helloOptSpin:
@@ -169,17 +173,20 @@ func TestBusySpinBlocksWhenIdle(t *testing.T) {
 // run on every CPU but its client's (awayPin), so that a client woken by
 // the reply is not placed behind the spinner (wake_affine()); the thread's
 // own affinity is given back when it leaves busy mode.
+//
+// In a child process: which CPU the client runs on is stubbed (clientCPU)
+// and the idle timeout lengthened before any connection is served.
 func TestBusySpinKeepsOffClientCPU(t *testing.T) {
 	cpus := loopCPUs()
 	if len(cpus) < 2 {
 		t.Skipf("%d CPU: nothing to keep off (a spin needs two)", len(cpus))
 	}
-	withSpin(t, 5*time.Millisecond)
-	old, oldIdle := clientCPU, busyIdle
+	if !inLoopSchedChild(t, "TestBusySpinKeepsOffClientCPU", "NLEMU_LOOP_SPIN_US=5000", "NLEMU_SPIN_ALWAYS=1") {
+		return
+	}
 	cpu := cpus[0]
 	clientCPU = func(int32) int { return cpu }
 	busyIdle = 2 * time.Second // the thread stays busy while it is looked at
-	t.Cleanup(func() { clientCPU, busyIdle = old, oldIdle })
 	_, sock := listenTest(t)
 	waitIdle(t)
 	// Threads on exactly the CPUs but the client's before: a pinned loop
@@ -312,7 +319,7 @@ func TestLoadavgRunning(t *testing.T) {
 // NLEMU_LOOP_SPIN_US asks; NLEMU_LOOP_SPIN_US=0 turns it off anywhere.
 func TestBusySpinOffOnOneCPU(t *testing.T) {
 	if v := os.Getenv("NLEMU_TEST_SPIN_CHILD"); v != "" {
-		fmt.Printf("busySpin=%d\n", busySpin.Microseconds())
+		fmt.Printf("busySpin=%d\n", busySpin.Load().Microseconds())
 		return
 	}
 	cpus := loopCPUs()
