@@ -41,6 +41,9 @@
  *    socket into the shim, and the next receive call is answered from it
  *    (iproute2's sizing peek and read: one recvmsg); poll/select/epoll give
  *    it back first, so readiness is the kernel's ("peeking at the floor").
+ *  - a blocking receive for the reply of a request just sent polls the socket
+ *    for up to NLEMU_SPIN_US microseconds before it blocks, adaptively, and
+ *    only with a CPU to spare ("spin then block").
  *  - if_nametoindex/if_indextoname/if_nameindex resolve through the emulated
  *    namespace with RTM_GETLINK on a private connection.
  *  - ioctl() with a network-configuration request (0x89xx: SIOCGIF*,
