@@ -84,6 +84,54 @@ type fullIndex struct {
 	// IPv6: the second level (lengths 17–32 and the buckets) keyed by bits
 	// 0–15, then bits 16–31 inside it.
 	next6 parr[node6]
+	// few6 lists the second-level nodes again while the table has at most
+	// few6Max of them (the /16s with prefixes longer than /16: one for the
+	// benchmark's 2001::/16, a handful for most IPv6 tables): keys in
+	// nkey[:nfew], nodes in nnode. nfew > few6Max: too many, next6 alone
+	// answers. A lookup compares its /16 with the keys in the index's own
+	// lines and loads the node from there, where next6 is three dependent
+	// loads (top, group, chunk) to the same node (node6Of).
+	nfew  uint8
+	nkey  [few6Max]uint16
+	nnode [few6Max]*node6
+}
+
+// few6Max is the length of fullIndex's list of second-level nodes.
+const few6Max = 8
+
+// node6Of returns the second-level node of /16 v0 (nil: none).
+func (x *fullIndex) node6Of(v0 uint32) *node6 {
+	if n := int(x.nfew); n <= few6Max {
+		for i := 0; i < n; i++ {
+			if uint32(x.nkey[i]) == v0 {
+				return x.nnode[i]
+			}
+		}
+		return nil
+	}
+	return x.next6.get(v0)
+}
+
+// setFew6 records nd as the node of /16 v0 in n's list (n is a copy being
+// built): replaced when listed, appended while there is room, else the
+// list is given up for good (nfew past few6Max).
+func (n *fullIndex) setFew6(v0 uint32, nd *node6) {
+	c := int(n.nfew)
+	if c > few6Max {
+		return
+	}
+	for i := 0; i < c; i++ {
+		if uint32(n.nkey[i]) == v0 {
+			n.nnode[i] = nd
+			return
+		}
+	}
+	if c == few6Max {
+		n.nfew, n.nkey, n.nnode = few6Max+1, [few6Max]uint16{}, [few6Max]*node6{}
+		return
+	}
+	n.nkey[c], n.nnode[c] = uint16(v0), nd
+	n.nfew++
 }
 
 const (
@@ -511,7 +559,7 @@ func (x *fullIndex) lookup4(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 func (x *fullIndex) lookup6(addr netip.Addr) (netip.Prefix, leaf, ixState) {
 	hi, lo := addrWords(addr)
 	v0 := uint32(hi >> 48)
-	if n := x.next6.get(v0); n != nil {
+	if n := x.node6Of(v0); n != nil {
 		v1 := uint32(hi>>32) & 0xffff
 		if sl := n.bkt.get(v1); sl != nil && sl.b != nil {
 			e, slow := sl.match(hi, lo)
@@ -659,6 +707,7 @@ func (x *fullIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *fullIn
 	}
 	n := *x
 	n.next6 = x.next6.update(v0, 1, func(*node6) *node6 { return &nd })
+	n.setFew6(v0, &nd)
 	return &n
 }
 

@@ -206,7 +206,20 @@ func probe6(s *store, id uint32, k *flow.Key, oif int32, strict bool, h *hit) (s
 	var phi, plo uint64
 	bits := -1
 	v0 := uint32(hi >> 48)
-	if nd := x.next6.get(v0); nd != nil {
+	// node6Of written out (over the inlining budget): the /16's node from
+	// the index's short list, else from next6.
+	var nd *node6
+	if c := int(x.nfew); c <= few6Max {
+		for i := 0; i < c; i++ {
+			if uint32(x.nkey[i]) == v0 {
+				nd = x.nnode[i]
+				break
+			}
+		}
+	} else {
+		nd = x.next6.get(v0)
+	}
+	if nd != nil {
 		v1 := uint32(hi>>32) & 0xffff
 		if sl := nd.bkt.get(v1); sl != nil && sl.b != nil {
 			e := &sl.first // as in probe4

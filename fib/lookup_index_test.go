@@ -446,3 +446,72 @@ func TestVarrSetCopiesOnlyTouchedChunk(t *testing.T) {
 		t.Errorf("a slot of a group never set reads as a slot")
 	}
 }
+
+// TestIndexFew6MatchesNext6: the full IPv6 index's short list of
+// second-level nodes (fullIndex.few6) gives, for every /16, the node next6
+// gives, and the lookups the linear reference gives, after every change of
+// random sequences over 1 to 20 distinct /16s: the list while they are at
+// most few6Max, next6 alone once there were more.
+func TestIndexFew6MatchesNext6(t *testing.T) {
+	saved := [3]int{tinyMax, fullMin, fullDrop}
+	defer func() { tinyMax, fullMin, fullDrop = saved[0], saved[1], saved[2] }()
+	tinyMax, fullMin, fullDrop = 1, 2, 1
+	rng := rand.New(rand.NewSource(16))
+	for _, blocks := range []int{1, 3, few6Max, few6Max + 1, 20} {
+		var s *store
+		m := map[netip.Prefix]leaf{}
+		var keys []netip.Prefix
+		used := map[uint32]bool{}
+		for step := range 400 {
+			var a [16]byte
+			v0 := uint32(0x2000 + rng.Intn(blocks))
+			a[0], a[1], a[2], a[3], a[4] = byte(v0>>8), byte(v0), byte(rng.Intn(4)), byte(rng.Intn(4)), byte(rng.Intn(4))
+			p := netip.PrefixFrom(netip.AddrFrom16(a), 8+rng.Intn(57)).Masked()
+			old, had := m[p]
+			var l leaf
+			if had && rng.Intn(3) == 0 {
+				delete(m, p)
+			} else {
+				l = leaf{head: &attrs{r: Route{Priority: uint32(step)}}}
+				if !had {
+					keys = append(keys, p)
+				}
+				m[p] = l
+			}
+			if !had && l.head == nil {
+				continue
+			}
+			if p.Bits() > 16 {
+				used[v0] = true
+			}
+			s = s.with(p, old, l)
+			x := s.fx
+			if x == nil {
+				continue
+			}
+			if len(used) <= few6Max && int(x.nfew) != len(used) || len(used) > few6Max && int(x.nfew) <= few6Max {
+				t.Fatalf("%d blocks, step %d: %d /16s with second levels, list length %d", blocks, step, len(used), x.nfew)
+			}
+			for v := uint32(0x2000); v < 0x2000+uint32(blocks)+1; v++ {
+				if got, want := x.node6Of(v), x.next6.get(v); got != want {
+					t.Fatalf("%d blocks, step %d: /16 %#x: list node %p, next6 node %p", blocks, step, v, got, want)
+				}
+			}
+			for range 10 {
+				addr := ixRandAddr(rng, true, keys)
+				wp, wl, wok := ixRefLPM(m, addr)
+				gp, gl, st := s.ix.lookup(addr)
+				if st == ixAsk {
+					gp, gl, _ = s.LookupPrefixLPM(netip.PrefixFrom(addr, 128))
+					st = ixHit
+					if _, _, ok := s.LookupPrefixLPM(netip.PrefixFrom(addr, 128)); !ok {
+						st = ixNone
+					}
+				}
+				if (st == ixHit) != wok || wok && (gp != wp || gl.head != wl.head) {
+					t.Fatalf("%d blocks, step %d: %v: index %v %v, reference %v %v", blocks, step, addr, st, gp, wok, wp)
+				}
+			}
+		}
+	}
+}
