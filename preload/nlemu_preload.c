@@ -324,8 +324,11 @@ static int spin_cpus;
 
 /* SPARE_EVERY: waits between two looks at /proc/loadavg. */
 #define SPARE_EVERY 64
-static unsigned spare_tick; /* waits since the last look (racy: a hint) */
-static int spare;           /* the last look found a CPU to spare */
+/* spare_tick counts waits, spare is what the last look found; both
+ * relaxed atomics: in a multi-threaded process two threads may look at
+ * once, and either answer will do. */
+static unsigned spare_tick;
+static int spare;
 static int spin_always;     /* NLEMU_SPIN_ALWAYS=1 */
 
 /* running_tasks is the number of runnable tasks on the machine, the caller
@@ -359,11 +362,11 @@ static int spare_cpu(void)
 {
 	if (spin_always)
 		return 1;
-	if (spare_tick++ % SPARE_EVERY == 0) {
+	if (__atomic_fetch_add(&spare_tick, 1, __ATOMIC_RELAXED) % SPARE_EVERY == 0) {
 		int r = running_tasks();
-		spare = r >= 0 && r <= spin_cpus;
+		__atomic_store_n(&spare, r >= 0 && r <= spin_cpus, __ATOMIC_RELAXED);
 	}
-	return spare;
+	return __atomic_load_n(&spare, __ATOMIC_RELAXED);
 }
 
 static void spin_init(void)
