@@ -46,7 +46,9 @@ the best one-core phase (interference only slows a phase down); the
 median of the rounds' ratios, over the rounds clean in both phases, is
 printed beside it. A reference loop (no memory, a core's integer units)
 runs in the same rounds: parallel_scaling_reference is what the hardware
-gave a code that shares nothing, the bound of parallel_scaling.
+gave a code that shares nothing, the bound of parallel_scaling. It is also
+sampled like a case (reference_ns_p50): when the lookups are slow and it
+is slow with them, the machine was slow, not the lookup.
 
 `)
 		fs.PrintDefaults()
