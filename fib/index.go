@@ -36,10 +36,11 @@ import (
 //   - none (between the two, or before the first change): bart answers.
 //
 // Every part is immutable once published; a change copies the paths it
-// touches (persistent arrays of 256 × 256 slots: a long prefix copies one
-// 256-pointer chunk and the chunk directory), so a reader of an old
-// snapshot keeps its answers (TestIndexSnapshotsStayUnchanged) and the read
-// path writes nothing (seed 001).
+// touches (persistent arrays, parr and varr: a long prefix copies one
+// chunk, its group and the array's top), so a reader of an old snapshot
+// keeps its answers (TestIndexMatchesReference's snapshots) and the read
+// path writes nothing (seed 001). The full form's arrays are a fullIndex
+// of their own, which the store also points at (store.fx).
 type lpmIndex struct {
 	mode uint8 // ixTiny or ixFull
 	v6   bool
