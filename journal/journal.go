@@ -253,8 +253,9 @@ type Journal struct {
 	flushing   bool   // guarded by mu
 	allocating bool   // guarded by mu
 	syncedSeq  uint64 // guarded by mu: the last record an fdatasync covered
-	// prefaulted is where the records ended at the last prefault, and
-	// prefaultEnd where it stopped (offsets in the current file).
+	// prefaulted is where the records ended at the last prefault (read
+	// ahead), and prefaultEnd where it stopped (offsets in the current
+	// file).
 	prefaulted, prefaultEnd int64 // guarded by mu
 	// wroteBack is where the flusher's last write-back of whole pages
 	// ended, in journal wroteBackNum.
