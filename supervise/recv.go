@@ -245,6 +245,32 @@ func (s *Supervisor) recvOne(c *call, sk *sock, cfd int, buf []byte, flags int) 
 		}
 		if err == unix.EAGAIN {
 			if flags&unix.MSG_DONTWAIT != 0 || nonblocking(cfd) {
+				// A request the server has not read yet is owed its
+				// reply: netlink queues the reply before the request's
+				// send returns (netlink_unicast() runs rtnetlink_rcv() in
+				// the sender's context), so the kernel's nonblocking
+				// receive right after finds it, and a Go program's
+				// goroutine does not park in the netpoller (and resume on
+				// another thread, in another namespace) for it.
+				// The worker waits at most briefWaitTime for it; a
+				// request still queued then waits on a goroutine of its
+				// own (the other threads' calls are not held up longer).
+				if !c.spun && requestQueued(cfd) {
+					c.spun = true
+					s.owedWaits.Add(1)
+					limit := owedWaitTime
+					if c.inline {
+						limit = briefWaitTime
+					}
+					if owedWait(cfd, limit) {
+						continue
+					}
+					if c.inline && requestQueued(cfd) {
+						c.again, c.done = true, true
+						s.waits.Add(1)
+						return nil, 0, 0
+					}
+				}
 				return nil, 0, unix.EAGAIN
 			}
 			if c.inline && !c.spun && !c.slot {
@@ -398,4 +424,45 @@ func briefWait(cfd int) bool {
 	ts := unix.NsecToTimespec(int64(briefWaitTime))
 	n, err := unix.Ppoll(pfd, &ts, nil)
 	return err == nil && n > 0
+}
+
+// requestQueued reports whether the program has sent the server something
+// it has not read yet: the Unix socket's unread output (SIOCOUTQ,
+// unix_outq_len(): the bytes of its datagrams still in the peer's queue).
+func requestQueued(fd int) bool {
+	n, err := unix.IoctlGetInt(fd, unix.TIOCOUTQ)
+	return err == nil && n > 0
+}
+
+// owedWaitTime bounds how long a nonblocking receive waits for the reply
+// to a request still queued to the server (owedWait), and owedGrace how
+// long once the server has read it: a request that gets no reply (no
+// NLM_F_ACK, no error) costs the receive at most that. The server answers
+// in tens of µs.
+const (
+	owedWaitTime = 2 * time.Millisecond
+	owedGrace    = 200 * time.Microsecond
+)
+
+// owedWait waits until fd is readable while a request is queued to the
+// server, and owedGrace after the server has read it, at most limit in
+// all.
+func owedWait(fd int, limit time.Duration) bool {
+	end := time.Now().Add(limit)
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return false
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		ts := unix.NsecToTimespec(int64(min(left, 50*time.Microsecond)))
+		if n, err := unix.Ppoll(pfd, &ts, nil); err == nil && n > 0 {
+			return true
+		}
+		if !requestQueued(fd) {
+			if g := time.Now().Add(owedGrace); g.Before(end) {
+				end = g
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package supervise
 import (
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -160,5 +161,65 @@ func TestBriefWait(t *testing.T) {
 	}
 	if !briefWait(p[1]) {
 		t.Error("queued datagram: not readable")
+	}
+}
+
+// TestNonblockingReceiveWaitsForOwedReply: netlink queues a request's
+// reply before the request's send returns, so a nonblocking receive right
+// after finds it; the supervisor's receive waits for it while the request
+// is still queued to the server (requestQueued: the socket's unread
+// output), and gives up owedGrace after the server has read a request it
+// does not answer.
+func TestNonblockingReceiveWaitsForOwedReply(t *testing.T) {
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	client, server := p[0], p[1]
+	if requestQueued(client) {
+		t.Fatal("fresh socket: a request queued")
+	}
+	if _, err := unix.Write(client, []byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	if !requestQueued(client) {
+		t.Fatal("request sent and not read: none queued")
+	}
+	// the server reads the request and answers it
+	answered := make(chan error, 1)
+	go func() {
+		b := make([]byte, 64)
+		if _, err := unix.Read(server, b); err != nil {
+			answered <- err
+			return
+		}
+		_, err := unix.Write(server, []byte("reply"))
+		answered <- err
+	}()
+	if !owedWait(client, time.Minute) {
+		t.Error("the reply to a queued request was not waited for")
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 64)
+	if n, err := unix.Read(client, b); err != nil || string(b[:n]) != "reply" {
+		t.Fatalf("read %q, %v", b[:n], err)
+	}
+	// a request the server reads and does not answer: the wait ends
+	// (owedGrace after it is read), not at the limit
+	if _, err := unix.Write(client, []byte("no reply")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Read(server, b); err != nil {
+		t.Fatal(err)
+	}
+	if requestQueued(client) {
+		t.Error("request read by the server: still queued")
+	}
+	if owedWait(client, time.Hour) {
+		t.Error("readable with nothing sent back")
 	}
 }

@@ -61,6 +61,9 @@ type Supervisor struct {
 	inlineWaits     atomic.Int32
 	dupWarned       atomic.Bool // dup2 warned of a copy outside the range
 	inlineWaitCount atomic.Uint64
+	// owedWaits counts the nonblocking receives that waited for the
+	// reply to a request still queued to the server (owedWait).
+	owedWaits atomic.Uint64
 }
 
 // New returns a supervisor for the listener lfd.
@@ -159,6 +162,9 @@ func (s *Supervisor) Counts() map[string]uint64 {
 	}
 	if w := s.inlineWaitCount.Load(); w > 0 {
 		out["inline_waits"] = w
+	}
+	if w := s.owedWaits.Load(); w > 0 {
+		out["owed_waits"] = w
 	}
 	if _, _, taken := s.spare.counts(); taken > 0 {
 		out["spares_taken"] = uint64(taken)
