@@ -11,7 +11,11 @@
 #   sudo hack/lookup-kernel.sh [N [K]]
 #
 # Kernel namespaces are named h-lk-<family>-<pid> and deleted on exit,
-# failure included. Each rate is the median of three runs of 200,000 gets.
+# failure included. Each rate is the median of three runs of 200,000 gets;
+# the runs interleave (kernel, in-process, Unix, three times), so that a
+# change of the machine's load moves the kernel's figure and nlemu's alike
+# and the ratios keep their meaning. The load average is printed at the
+# start and the end.
 set -euo pipefail
 
 N=${1:-40000}
@@ -62,11 +66,25 @@ for fam in (4, 6):
 PY
 
 median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
-rate() { # rate CMD... : the median of three runs
-	local a b c
-	a=$("$@"); b=$("$@"); c=$("$@")
-	median3 "$a" "$b" "$c"
+# rates FAMILY RULES KERNELCMD -- NLEMUARGS...: three rounds of one kernel,
+# one in-process and one Unix run each, interleaved; the medians go to R.
+rates() {
+	local fam=$1 k=$2 i kr=() ir=() ur=()
+	shift 2
+	local kcmd=()
+	while [ "$1" != -- ]; do kcmd+=("$1"); shift; done
+	shift
+	for i in 1 2 3; do
+		kr+=("$("${kcmd[@]}" -mode kernel)")
+		ir+=("$("${get[@]}" -mode inproc "$@")")
+		ur+=("$("${get[@]}" -mode unix "$@")")
+	done
+	R[$fam,kernel,$k]=$(median3 "${kr[@]}")
+	R[$fam,inproc,$k]=$(median3 "${ir[@]}")
+	R[$fam,unix,$k]=$(median3 "${ur[@]}")
 }
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 declare -A R
 for fam in 4 6; do
@@ -76,19 +94,16 @@ for fam in 4 6; do
 	ip -n "$ns" link set lo up
 	ip -n "$ns" -batch "$work/routes$fam"
 	get=("$work/lookupget" -routes "$work/routes$fam" -dsts "$work/dsts$fam")
-	R[$fam,kernel,0]=$(rate ip netns exec "$ns" "${get[@]}" -mode kernel)
-	R[$fam,inproc,0]=$(rate "${get[@]}" -mode inproc)
-	R[$fam,unix,0]=$(rate "${get[@]}" -mode unix)
+	rates "$fam" 0 ip netns exec "$ns" "${get[@]}" --
 	for i in $(seq 0 $((K - 1))); do
 		ip -n "$ns" -"$fam" rule add fwmark $((i + 1)) table $((1000 + i)) pref $((100 + i))
 	done
-	R[$fam,kernel,$K]=$(rate ip netns exec "$ns" "${get[@]}" -mode kernel)
-	R[$fam,inproc,$K]=$(rate "${get[@]}" -mode inproc -rules "$K")
-	R[$fam,unix,$K]=$(rate "${get[@]}" -mode unix -rules "$K")
+	rates "$fam" "$K" ip netns exec "$ns" "${get[@]}" -- -rules "$K"
 	ip netns del "$ns"
 done
 
-printf '\nRTM_GETROUTE on one socket, %d routes in main, gets per second (median of 3 x 200,000)\n' "$N"
+printf '\nRTM_GETROUTE on one socket, %d routes in main, gets per second (median of 3 x 200,000, interleaved)\n' "$N"
+printf 'load average at the start %s, at the end %s\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %-6s %12s %16s %14s %12s %12s\n' family rules kernel "nlemu in-proc" "nlemu unix" "inproc/kern" "unix/kern"
 for fam in 4 6; do
 	for k in 0 "$K"; do
