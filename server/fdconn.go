@@ -118,8 +118,8 @@ var (
 // without blocking before its blocking receive (spinBusy):
 // NLEMU_LOOP_SPIN_US microseconds (0 turns it off, at most 10,000), else
 // defaultBusySpin; none with one CPU, where the spin would only delay the
-// client it waits for.
-// Atomic: tests change it while readers of earlier connections run.
+// client it waits for. Atomic: tests change it while readers of earlier
+// connections run.
 var busySpin = newAtomicDuration(spinWindow("NLEMU_LOOP_SPIN_US", defaultBusySpin))
 
 // atomicDuration is a time.Duration read and written atomically.
@@ -470,8 +470,11 @@ func (lc *loopConn) runBusy() {
 			lc.pid = peerPID(t.fd)
 		}
 		a := awayFrom(lc.pid)
-		defer a.restore()
 		t.away = a
+		defer func() {
+			a.restore()
+			t.away = nil
+		}()
 	}
 	for {
 		b, err := t.recvBusy()
