@@ -194,9 +194,10 @@ const (
 // of the flusher (32 MiB stored 64 bytes at a time, a tick every MiB),
 // 10,400 faults (populate's included) and 58-65 ms of CPU writable ahead,
 // 2,700 and 28-36 ms read ahead (the page cache's large folios: a fault
-// maps several pages); under `nlemu load --netns 512 --family 4 --state
-// DIR` (four rounds each, load average 12) 0.60 µs of system CPU per rule
-// against 0.48. The mapping may be replaced meanwhile (a rotation), and
+// maps several pages). Under `nlemu load --netns 512 --family 4 --state
+// DIR` the CPU per rule came out the same in six alternating rounds
+// (docs/STATE.md); what this saves for sure is the writeback of zero
+// pages. The mapping may be replaced meanwhile (a rotation), and
 // madvise on the old range then fails or reads ahead nothing that matters.
 // Called with mu held; it drops it meanwhile.
 func (j *Journal) prefault() {
