@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nlemu/nlemu/nsmgr"
 	"github.com/nlemu/nlemu/rtnl"
 )
@@ -124,4 +126,75 @@ func benchApplyWork(b *testing.B, p int, journaled bool) {
 			work()
 		}
 	})
+}
+
+// BenchmarkMappedStoreAdvice is a model of the mapped path's flusher
+// (docs/STATE.md, Writing records): b.N records of 64 bytes stored into a
+// fallocated file's shared mapping, one at a time, and every MiB a tick as
+// the flusher's: the whole pages behind the records unmapped, written back
+// and fdatasynced, then the file ahead of them prepared with the advice
+// named (populate-write was the flusher's before; willneed is now). It
+// reports the page faults (populate's included: getrusage) and the CPU
+// (user and system) per stored record.
+func BenchmarkMappedStoreAdvice(b *testing.B) {
+	for _, adv := range []struct {
+		name   string
+		advice int
+	}{
+		{"populate-write", unix.MADV_POPULATE_WRITE},
+		{"populate-read", unix.MADV_POPULATE_READ},
+		{"willneed", unix.MADV_WILLNEED},
+		{"none", -1},
+	} {
+		b.Run(adv.name, func(b *testing.B) { benchMappedStore(b, adv.advice) })
+	}
+}
+
+func benchMappedStore(b *testing.B, advice int) {
+	const rec, tick = 64, 1 << 20
+	size := (int64(b.N)*rec + tick) &^ 4095
+	fs := DirFS(b.TempDir())
+	f, err := fs.Create("j")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	o := f.(osFile)
+	if err := o.Fallocate(0, size); err != nil {
+		b.Skip("fallocate:", err) // the model is of the fallocated path only
+	}
+	m, err := o.Map(size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	r := record{Kind: kindRequest, Payload: make([]byte, rec-hdrLen)}
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	var wroteBack int64
+	for i := range int64(b.N) {
+		off := i * rec
+		r.Seq = uint64(i)
+		putRecord(m[off:off+rec], r)
+		if end := off + rec; end%tick == 0 {
+			whole := end &^ 4095
+			unix.Madvise(m[wroteBack:whole], unix.MADV_DONTNEED)
+			if err := o.WriteBack(wroteBack, whole-wroteBack); err != nil {
+				b.Fatal(err)
+			}
+			wroteBack = whole
+			if err := o.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			if ahead := min(whole+2*tick, size); advice >= 0 && ahead > whole {
+				unix.Madvise(m[whole:ahead], advice)
+			}
+		}
+	}
+	b.StopTimer()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/record")
+	b.ReportMetric(float64(ru1.Minflt+ru1.Majflt-ru0.Minflt-ru0.Majflt)/float64(max(size>>12, 1)), "faults/page")
 }

@@ -191,10 +191,10 @@ const (
 // stores take no lock now (a fault stops only its own change), and
 // pages made dirty ahead were written back by the next fdatasync as zeros
 // and write-protected, and the stores faulted on them anyway: in a model
-// of the flusher (32 MiB stored 64 bytes at a time, a tick every MiB),
-// 10,400 faults (populate's included) and 58-65 ms of CPU writable ahead,
-// 2,700 and 28-36 ms read ahead (the page cache's large folios: a fault
-// maps several pages). Under `nlemu load --netns 512 --family 4 --state
+// of the flusher (BenchmarkMappedStoreAdvice) 1.4 faults per page
+// (populate's included) and 204-219 ns of CPU per record writable ahead,
+// 0.42-0.46 and 123-131 ns read ahead (the page cache's large folios: a
+// fault maps several pages). Under `nlemu load --netns 512 --family 4 --state
 // DIR` the CPU per rule came out the same in six alternating rounds
 // (docs/STATE.md); what this saves for sure is the writeback of zero
 // pages. The mapping may be replaced meanwhile (a rotation), and
