@@ -287,7 +287,9 @@ func (f *FIB) walk(snap *Snapshot, rs rulesops.Snapshot, k *flow.Key, h *hit) sy
 			// fib_get_table() / fib6_get_table(): id 0 is main.
 			table = rtnl.RT_TABLE_MAIN
 		}
-		*h = noHit
+		// No reset of h here: lookupIn resets it before the general path,
+		// and a probe that answers writes every field but the rule's,
+		// which the return below sets (a 64-byte store per rule probed).
 		err := f.lookupIn(snap, table, k, h)
 		// Both suppressors off (-1) is every rule but a few: no call.
 		if err == 0 && (r.SuppressPrefixlen >= 0 || r.SuppressIfgroup != -1) && f.suppressed(r, h) {
@@ -317,8 +319,10 @@ func (f *FIB) lookupTable(id uint32, k *flow.Key) (Result, syscall.Errno) {
 	return h, err
 }
 
-// lookupIn is LookupTable in a given snapshot, into h (which the caller
-// reset).
+// lookupIn is LookupTable in a given snapshot, into h: on EAGAIN h may be
+// left as it was; otherwise its entry, nexthop, prefix and table are
+// written (the probes write them; the general path starts from noHit),
+// never its rule.
 func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.Errno {
 	t := snap.set.get(id)
 	if t == nil {
@@ -354,6 +358,7 @@ func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.E
 			return err
 		}
 	}
+	*h = noHit
 	v := View{family: snap.family, id: id, bt: s, all: all}
 	return lookupView(&v, k, f.v6, h)
 }
