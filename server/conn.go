@@ -224,7 +224,12 @@ func (c *conn) ack(m *rtnl.Message, err *rtnl.Error) {
 	if err != nil && err.Errno != 0 {
 		c.st.countErr(err.Errno)
 	}
-	c.q.push(rtnl.AppendAck(nil, m, c.portid, err, rtnl.AckOptions{ExtAck: c.extAck, CapAck: c.capAck}), false)
+	// Into the lent reply buffer when it fits (a success ACK is 36 bytes),
+	// queued as Deliver queues a reply.
+	if c.reply == nil {
+		c.reply = make([]byte, 0, replyBufLen)
+	}
+	c.Deliver(rtnl.AppendAck(c.reply[:0], m, c.portid, err, rtnl.AckOptions{ExtAck: c.extAck, CapAck: c.capAck}))
 }
 
 // dumpBatch produces the next datagram of the running dump (netlink_dump()):

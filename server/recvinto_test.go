@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -170,6 +171,59 @@ func TestUnixRecvIntoMatchesRecv(t *testing.T) {
 		}
 		if diff := cmp.Diff(ref, buf[:n]); diff != "" {
 			t.Fatalf("get %d: RecvInto differs from Recv (-Recv +RecvInto):\n%s", i, diff)
+		}
+	}
+}
+
+// TestInprocAckAllocatesNothing: an ACK is encoded into the lent reply
+// buffer too, with the bytes rtnl.AppendAck gives on its own, and a
+// request loop that reads its success ACKs with RecvInto allocates nothing
+// (an error's ACK still builds its error and extack TLVs).
+func TestInprocAckAllocatesNothing(t *testing.T) {
+	c, _ := routeGetClient(t, rtnl.AF_INET)
+	if err := c.SetSockopt(rtnl.SOL_NETLINK, rtnl.NETLINK_EXT_ACK, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		typ  uint16
+		body []byte
+	}{
+		{"noop", rtnl.NLMSG_NOOP, nil},
+		// An unknown rtnetlink type: EOPNOTSUPP, the request echoed.
+		{"error", rtnl.RTM_MAX + 1, make([]byte, 12)},
+	} {
+		req := rtnl.AppendMessage(nil, tc.typ, rtnl.NLM_F_REQUEST|rtnl.NLM_F_ACK, 7, c.PortID(), tc.body)
+		if err := c.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := rtnl.SplitDatagram(req)
+		var ackErr *rtnl.Error
+		if tc.typ != rtnl.NLMSG_NOOP {
+			ackErr = rtnl.Errno(syscall.EOPNOTSUPP)
+		}
+		want := rtnl.AppendAck(nil, &msgs[0], c.PortID(), ackErr, rtnl.AckOptions{ExtAck: true})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: ACK differs from rtnl.AppendAck's (-want +got):\n%s", tc.name, diff)
+		}
+		if ackErr != nil {
+			continue
+		}
+		buf := make([]byte, 8192)
+		allocs := testing.AllocsPerRun(1000, func() {
+			if err := c.Send(req); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := c.RecvInto(buf); err != nil || n != len(want) {
+				t.Fatalf("ACK of %d bytes, %v", n, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per ACK, want 0", tc.name, allocs)
 		}
 	}
 }
