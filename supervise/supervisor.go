@@ -230,6 +230,9 @@ type call struct {
 	done          bool
 	slot          bool // holds an inline wait slot (takeWaitSlot)
 	spun          bool // waited briefly inline (briefWait)
+	// owed: handed off while waiting for the reply to a request (recvOne):
+	// the goroutine waits on for it.
+	owed bool
 	// cfd is the supervisor's copy of the caller's descriptor (lookup),
 	// closed before the answer (release): the caller's close() right
 	// after is then the socket's last, which the server sees at once.
@@ -286,7 +289,7 @@ func (s *Supervisor) handle(c *call) {
 		if c.again {
 			// the worker reuses its notification: the goroutine gets a copy
 			own := *n
-			go s.handle(&call{s: s, n: &own, tid: int(own.Pid), cfd: -1})
+			go s.handle(&call{s: s, n: &own, tid: int(own.Pid), cfd: -1, owed: c.owed})
 			return
 		}
 		c.cont() // whatever was not answered runs in the kernel
