@@ -204,6 +204,9 @@ func (ns *Namespace) Do(req *Request) (Dumper, *rtnl.Error) {
 			rq, mc := *req, *m
 			mc.Data = append([]byte(nil), m.Data...)
 			rq.Msg = &mc
+			// The lent reply buffer is the socket's again once this
+			// request returns; later batches must not write into it.
+			rq.Reply = nil
 			return &allDump{ns: ns, req: &rq, fams: dumpFamilies(typ), typ: typ}, nil
 		}
 		return r.dumpit(ns, req)
