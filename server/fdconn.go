@@ -194,9 +194,9 @@ func (s *spinState) miss() {
 // runs on. A spin pays only while both sides run at once: the scheduler
 // places a woken task beside its waker (wake_affine() in
 // select_task_rq_fair()), and a client woken onto the CPU where the reader
-// spins waits for the spinner's time slice (measured on 2 CPUs: a round
-// trip of 14-22 us with the reader spinning unpinned, against 9.4-9.9 us
-// with no spin at all). The thread is locked to the goroutine while busy;
+// spins waits for the spinner's time slice (measured on 2 CPUs, the
+// reader spinning unpinned for a client that blocked: 13-22 us per round
+// trip, against 9.4-9.9 us with no spin in 4 of 5 rounds). The thread is locked to the goroutine while busy;
 // while it spins its affinity is every CPU the process may use but the
 // client's, looked at again after every miss and every rehomeEvery hits;
 // a wait that does not spin gives the affinity back first (unpin: a
