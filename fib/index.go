@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/nlemu/nlemu/flow"
 	"github.com/nlemu/nlemu/rtnl"
 )
 
@@ -55,6 +56,13 @@ type lpmIndex struct {
 	// skips the scan of every local entry (TestLocalSummaryMatchesScan).
 	bloom uint64
 	short []tinyEnt
+	// An IPv4 tiny index's summary, for the rule walk's probe of table
+	// local (noPrefix4; 127.0.0.0/8, the addresses and their broadcasts):
+	// oct4 has bit o set for each first octet o that a prefix of /8 or
+	// longer lies in, and short holds the shorter ones. A destination
+	// whose first octet's bit is clear and that no short prefix contains
+	// is in no prefix of the table (TestLocalSummary4MatchesScan).
+	oct4 [4]uint64
 
 	// full is the full form's arrays (nil for a tiny index, which so
 	// carries none of their tops); the store keeps the pointer again
@@ -622,8 +630,46 @@ func buildTiny(s *store, v6 bool) *lpmIndex {
 				x.short = append(x.short, e)
 			}
 		}
+		return x
+	}
+	for _, e := range x.tiny {
+		if e.bits >= 8 {
+			o := e.lo >> 24 & 0xff
+			x.oct4[o>>6] |= 1 << (o & 63)
+		} else {
+			x.short = append(x.short, e)
+		}
 	}
 	return x
+}
+
+// noPrefixTiny reports whether x, when a tiny index, knows from its
+// summary that no prefix contains the flow's destination (false: one may,
+// or x is not tiny, or not of the destination's family).
+func noPrefixTiny(x *lpmIndex, k *flow.Key) bool {
+	if x == nil || x.mode != ixTiny {
+		return false
+	}
+	if !x.v6 {
+		_, w := addrWords(k.Dst)
+		return k.Dst.Is4() && noPrefix4(x, uint32(w))
+	}
+	return k.Dst.Is6() && noPrefix6(x, k)
+}
+
+// noPrefix4 reports whether x, an IPv4 tiny index, knows from its summary
+// that no prefix contains address a (false: one may, the scan tells).
+func noPrefix4(x *lpmIndex, a uint32) bool {
+	o := a >> 24
+	if x.oct4[o>>6]&(1<<(o&63)) != 0 {
+		return false
+	}
+	for i := range x.short {
+		if e := &x.short[i]; uint64(a)&e.mlo == e.lo {
+			return false
+		}
+	}
+	return true
 }
 
 // bloomBit is the bit of lpmIndex.bloom for the top 64 bits of an IPv6

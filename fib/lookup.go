@@ -345,6 +345,13 @@ func (f *FIB) lookupIn(snap *Snapshot, id uint32, k *flow.Key, h *hit) syscall.E
 		// table that never had a route): no probe at all.
 		return syscall.EAGAIN
 	}
+	if all && s.fx == nil && noPrefixTiny(s.ix, k) {
+		// A tiny table, as the walk's table local is (the loopback
+		// prefixes, the addresses and their broadcasts): its summary
+		// tells most destinations that no prefix holds them, where the
+		// probe cannot answer and the general path scans every entry.
+		return syscall.EAGAIN
+	}
 	if all {
 		var err syscall.Errno
 		var ok bool

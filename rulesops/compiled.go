@@ -33,6 +33,15 @@ type compiled struct {
 	recs  []mrec  // scanned per rule
 	hits  []chit  // parallel to recs; read when a record passes
 	addrs []maddr // parallel to recs; nil when no rule has an address
+	// skip0[i] is the first record at or after i whose fwmark and TOS
+	// test a flow with kv 0 passes (no fwmark, TOS 0 once masked: nearly
+	// every flow a lookup sees), len(recs) when none; len(recs)+1
+	// entries, the last len(recs). A walk of such a flow goes from
+	// candidate to candidate in one load each instead of testing every
+	// record (`ip rule add fwmark 1 table 1` rules, the benchmark's ten:
+	// none is a candidate). TestSkip0MatchesScan checks it against the
+	// records.
+	skip0 []int32
 }
 
 // mrec is the part of a rule every walk reads, 16 bytes: two tests as one
@@ -148,6 +157,7 @@ func compile(f *family, l *list) *compiled {
 			i++
 		}
 	}
+	c.skip0 = skipTable(c.recs)
 	if !gotos {
 		return c
 	}
@@ -166,6 +176,22 @@ func compile(f *family, l *list) *compiled {
 		}
 	}
 	return c
+}
+
+// skipTable returns recs' skip0 (see compiled): built backwards, each
+// entry the record itself when a kv-0 flow passes its test, else the next
+// entry's.
+func skipTable(recs []mrec) []int32 {
+	t := make([]int32, len(recs)+1)
+	t[len(recs)] = int32(len(recs))
+	for i := len(recs) - 1; i >= 0; i-- {
+		if r := &recs[i]; (0^r.val)&r.mask == 0 {
+			t[i] = int32(i)
+		} else {
+			t[i] = t[i+1]
+		}
+	}
+	return t
 }
 
 // mask64 returns the masks of the two words of a prefix of plen bits that
@@ -246,35 +272,56 @@ func compileRule(f *family, r *Rule, x *Extra) (rec mrec, sel uint8, a maddr) {
 }
 
 // stepCompiled is Matcher.Step over the list's match program: Pos.o is the
-// rule's index in the list (Pos.c is 0).
+// rule's index in the list (Pos.c is 0). A flow with kv 0 follows skip0
+// from candidate to candidate; any other tests every record's fwmark and
+// TOS in a loop over the 16-byte records. Both reach the same records in
+// the same order (TestCompiledUnmarkedFlows).
 func (m *Matcher) stepCompiled(c *compiled, p Pos) *Hit {
 	start := int(p.o)
 	if start >= len(c.recs) {
 		return nil
 	}
 	kv := m.kv
+	if kv == 0 {
+		skip := c.skip0
+		for i := int(skip[start]); i < len(c.recs); i = int(skip[i+1]) {
+			if ch := &c.hits[i]; ch.sel == 0 {
+				return &ch.hit
+			} else if h := m.candidate(c, i, ch); h != nil {
+				return h
+			}
+		}
+		return nil
+	}
 	for j, r := range c.recs[start:] {
 		if (kv^r.val)&r.mask != 0 {
 			continue
 		}
 		i := start + j
-		ch := &c.hits[i]
-		if ch.sel == 0 {
+		if ch := &c.hits[i]; ch.sel == 0 {
 			return &ch.hit
+		} else if h := m.candidate(c, i, ch); h != nil {
+			return h
 		}
-		ok, findSaddr := m.selCheck(c, i, ch)
-		if !ok {
-			continue
-		}
-		if !findSaddr {
-			return &ch.hit
-		}
-		r, x := ch.rule(m.s.l)
-		m.h = ch.hit
-		m.h.FindSaddr, m.h.SrcLen, m.h.Src = true, r.SrcLen, x.Src
-		return &m.h
 	}
 	return nil
+}
+
+// candidate is the rest of record i (ch, whose sel is not 0) once its
+// fwmark and TOS test passed: the hit, or nil when a further selector
+// fails.
+func (m *Matcher) candidate(c *compiled, i int, ch *chit) *Hit {
+	ok, findSaddr := m.selCheck(c, i, ch)
+	if !ok {
+		return nil
+	}
+	if !findSaddr {
+		return &ch.hit
+	}
+	r, x := ch.rule(m.s.l)
+	m.h = ch.hit
+	m.h.FindSaddr, m.h.SrcLen, m.h.Src = true, r.SrcLen, x.Src
+	return &m.h
 }
 
 // selCheck is the part of record i (ch) beyond fwmark and TOS.

@@ -562,3 +562,106 @@ func BenchmarkRuleChange(b *testing.B) {
 		})
 	}
 }
+
+// skip0Scan is skip0's obvious definition: the first record at or after i
+// whose fwmark and TOS test a flow with kv 0 passes.
+func skip0Scan(recs []mrec, i int) int {
+	for ; i < len(recs); i++ {
+		if (0^recs[i].val)&recs[i].mask == 0 {
+			break
+		}
+	}
+	return i
+}
+
+// TestSkip0MatchesScan: every entry of a program's skip table is the
+// scan's answer, on random rule lists of both families, the default
+// programs included.
+func TestSkip0MatchesScan(t *testing.T) {
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		g := newRuleGen(int64(fam)+40, fam)
+		progs, skipped := 0, 0
+		for set := 0; set < 300; set++ {
+			o := newTestOps(t, fam)
+			for i, n := 0, g.rng.Intn(40); i < n; i++ {
+				o.NewRule(g.rule(uint32(1+i)), 0)
+			}
+			c := o.Snapshot().l.comp
+			if c == nil {
+				t.Fatalf("family %d set %d: no match program", fam, set)
+			}
+			progs++
+			if len(c.skip0) != len(c.recs)+1 {
+				t.Fatalf("family %d set %d: %d skip entries for %d records", fam, set, len(c.skip0), len(c.recs))
+			}
+			got, want := make([]int, len(c.skip0)), make([]int, len(c.skip0))
+			for i := range c.skip0 {
+				got[i], want[i] = int(c.skip0[i]), skip0Scan(c.recs, i)
+				if want[i] > i {
+					skipped++
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("family %d set %d skip0 (-scan +table):\n%s", fam, set, diff)
+			}
+		}
+		if skipped == 0 {
+			t.Fatalf("family %d: %d programs, no record ever skipped", fam, progs)
+		}
+	}
+}
+
+// TestCompiledUnmarkedFlows is TestCompiledMatcherAgainstGeneral for the
+// flows the skip table serves: no fwmark and a TOS that masks to 0 (for
+// IPv4 the ECN bits and bit 0x20 may be set, fib4_rule_match() masks
+// them off; IPv6 compares the DSCP, so only the ECN bits), over random
+// rule sets with fwmark rules (some of mark 0 under a mask, which such a
+// flow passes) and TOS rules.
+func TestCompiledUnmarkedFlows(t *testing.T) {
+	const sets, flowsPerSet = 250, 420
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		t.Run(fmt.Sprint(fam), func(t *testing.T) {
+			g := newRuleGen(int64(fam)+80, fam)
+			flows, zero := 0, 0
+			for set := 0; set < sets; set++ {
+				o := newTestOps(t, fam)
+				pref := uint32(1)
+				for i, n := 0, g.rng.Intn(40); i < n; i++ {
+					if !g.pick(4) {
+						pref += uint32(g.rng.Intn(3))
+					}
+					o.NewRule(g.rule(pref), 0)
+				}
+				s := o.Snapshot()
+				if s.l.comp == nil {
+					t.Fatalf("set %d: no match program", set)
+				}
+				ref := general(s)
+				for i := 0; i < flowsPerSet; i++ {
+					k := g.flow()
+					k.Mark = 0
+					k.TOS = uint8(g.rng.Intn(4))
+					if fam == rtnl.AF_INET && g.pick(2) {
+						k.TOS |= 0x20 // outside IPTOS_RT_MASK &^ ECN
+					}
+					if i%7 == 6 {
+						k.Mark = uint32(1 + g.rng.Intn(8)) // the record loop
+					}
+					if s.Matcher(&k).kv == 0 {
+						zero++
+					}
+					want := trajectory(ref, &k)
+					got := trajectory(s, &k)
+					if !slices.Equal(want, got) {
+						t.Fatalf("set %d flow %+v (-general +compiled):\n%s", set, k, cmp.Diff(want, got, cmp.AllowUnexported(Pos{})))
+					}
+					flows++
+				}
+			}
+			if zero < flows*3/4 {
+				t.Fatalf("%d of %d flows with kv 0: the skip table is not what is tested", zero, flows)
+			}
+			t.Logf("%d flows, %d with kv 0", flows, zero)
+		})
+	}
+}
