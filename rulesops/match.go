@@ -99,7 +99,7 @@ func (s Snapshot) Match(p Pos, k *flow.Key) (Hit, bool) {
 // any other is m's own copy. It returns nil at the end of the list. The
 // Hit must not be modified and is valid until the next Step or Next on m.
 func (m *Matcher) Step(p Pos) *Hit {
-	if c := m.c; c != nil {
+	if c := m.s.l.comp; c != nil {
 		return m.stepCompiled(c, p)
 	}
 	h, ok := m.nextGeneral(p)
@@ -117,10 +117,6 @@ type Matcher struct {
 	s  Snapshot
 	k  *flow.Key
 	kv uint64 // flowKV
-	// c is s's match program (nil: none), loaded once per walk: a step
-	// starts from it instead of from the snapshot's list, one dependent
-	// load less per step.
-	c *compiled
 	// u is k's addresses, unpacked on the first rule that tests one
 	// (most walks past fwmark rules never need them).
 	u        key
@@ -139,7 +135,7 @@ func (m *Matcher) addrs() *key {
 
 // Matcher returns the matcher of k in s; k must outlive it.
 func (s Snapshot) Matcher(k *flow.Key) Matcher {
-	return Matcher{s: s, k: k, kv: flowKV(k, s.fam.id), c: s.l.comp}
+	return Matcher{s: s, k: k, kv: flowKV(k, s.fam.id)}
 }
 
 // Next is Match from p. A list of the inet families up to compileMax rules
