@@ -33,14 +33,16 @@ type compiled struct {
 	recs  []mrec  // scanned per rule
 	hits  []chit  // parallel to recs; read when a record passes
 	addrs []maddr // parallel to recs; nil when no rule has an address
-	// skip0[i] is the first record at or after i whose fwmark and TOS
+	// skip0[i] is the first record j at or after i whose fwmark and TOS
 	// test a flow with kv 0 passes (no fwmark, TOS 0 once masked: nearly
-	// every flow a lookup sees), len(recs) when none; len(recs)+1
-	// entries, the last len(recs). A walk of such a flow goes from
-	// candidate to candidate in one load each instead of testing every
-	// record (`ip rule add fwmark 1 table 1` rules, the benchmark's ten:
-	// none is a candidate). TestSkip0MatchesScan checks it against the
-	// records.
+	// every flow a lookup sees): j itself when the record has nothing
+	// else to check (sel 0: j is the hit), -(j+1) when it has (sel not
+	// 0), len(recs) when there is none; len(recs)+1 entries, the last
+	// len(recs). A walk of such a flow goes from candidate to candidate in
+	// one load each instead of testing every record (`ip rule add fwmark
+	// 1 table 1` rules, the benchmark's ten: none is a candidate), and
+	// Step answers a hit of sel 0 inline (Matcher.Step).
+	// TestSkip0MatchesScan checks it against the records.
 	skip0 []int32
 }
 
@@ -157,7 +159,7 @@ func compile(f *family, l *list) *compiled {
 			i++
 		}
 	}
-	c.skip0 = skipTable(c.recs)
+	c.skip0 = skipTable(c.recs, c.hits)
 	if !gotos {
 		return c
 	}
@@ -178,20 +180,32 @@ func compile(f *family, l *list) *compiled {
 	return c
 }
 
-// skipTable returns recs' skip0 (see compiled): built backwards, each
-// entry the record itself when a kv-0 flow passes its test, else the next
-// entry's.
-func skipTable(recs []mrec) []int32 {
+// skipTable returns the skip0 of recs and hits (see compiled): built
+// backwards, each entry the record itself when a kv-0 flow passes its
+// test, else the next entry's.
+func skipTable(recs []mrec, hits []chit) []int32 {
 	t := make([]int32, len(recs)+1)
 	t[len(recs)] = int32(len(recs))
 	for i := len(recs) - 1; i >= 0; i-- {
-		if r := &recs[i]; (0^r.val)&r.mask == 0 {
-			t[i] = int32(i)
-		} else {
+		switch r := &recs[i]; {
+		case (0^r.val)&r.mask != 0:
 			t[i] = t[i+1]
+		case hits[i].sel == 0:
+			t[i] = int32(i)
+		default:
+			t[i] = -int32(i) - 1
 		}
 	}
 	return t
+}
+
+// skipAt decodes skip0 entry e: the record and whether it needs its
+// further selectors checked.
+func skipAt(e int32) (j int, check bool) {
+	if e < 0 {
+		return int(-e - 1), true
+	}
+	return int(e), false
 }
 
 // mask64 returns the masks of the two words of a prefix of plen bits that
@@ -284,10 +298,12 @@ func (m *Matcher) stepCompiled(c *compiled, p Pos) *Hit {
 	kv := m.kv
 	if kv == 0 {
 		skip := c.skip0
-		for i := int(skip[start]); i < len(c.recs); i = int(skip[i+1]) {
-			if ch := &c.hits[i]; ch.sel == 0 {
+		for i, check := skipAt(skip[start]); i < len(c.recs); i, check = skipAt(skip[i+1]) {
+			ch := &c.hits[i]
+			if !check {
 				return &ch.hit
-			} else if h := m.candidate(c, i, ch); h != nil {
+			}
+			if h := m.candidate(c, i, ch); h != nil {
 				return h
 			}
 		}

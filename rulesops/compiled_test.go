@@ -442,7 +442,7 @@ func TestCompiledOverCapUsesGeneral(t *testing.T) {
 
 // benchOps returns a namespace's rules as lookupbench builds them: the
 // defaults and k fwmark rules no benchmark flow carries.
-func benchOps(b *testing.B, fam uint8, k int) *Ops {
+func benchOps(b testing.TB, fam uint8, k int) *Ops {
 	o := newTestOps(b, fam)
 	for i := 0; i < k; i++ {
 		m := &rtnl.RuleMsg{Family: fam, Action: rtnl.FR_ACT_TO_TBL,
@@ -455,11 +455,19 @@ func benchOps(b *testing.B, fam uint8, k int) *Ops {
 	return o
 }
 
-// benchMatcher times the matcher part of fib's rule walk (Step, as
-// fib.walk calls it) over the
+// benchMatcher times the matcher part of fib's rule walk (StepFast and
+// Step, as fib.walk calls them) over the
 // benchmark's rules: the walk stops at local (whose table misses), then
 // resumes and passes the k custom rules to reach main. ns/rule is the
 // time divided by the rules looked at.
+// walkStep is one step as fib.walk takes it: StepFast, then Step.
+func walkStep(m *Matcher, p Pos) *Hit {
+	if h := m.StepFast(p); h != nil {
+		return h
+	}
+	return m.Step(p)
+}
+
 func benchMatcher(b *testing.B, fam uint8, compiled bool) {
 	const k = 10
 	s := benchOps(b, fam, k).Snapshot()
@@ -475,8 +483,8 @@ func benchMatcher(b *testing.B, fam uint8, compiled bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		m := s.Matcher(&keys[i&1023])
-		h := m.Step(Pos{})
-		if h = m.Step(h.Next()); h.Table != rtnl.RT_TABLE_MAIN {
+		h := walkStep(&m, Pos{})
+		if h = walkStep(&m, h.Next()); h.Table != rtnl.RT_TABLE_MAIN {
 			b.Fatalf("hit %+v, want main", *h)
 		}
 	}
@@ -565,9 +573,13 @@ func BenchmarkRuleChange(b *testing.B) {
 
 // skip0Scan is skip0's obvious definition: the first record at or after i
 // whose fwmark and TOS test a flow with kv 0 passes.
-func skip0Scan(recs []mrec, i int) int {
+// The entry is -(i+1) for a record with further selectors (sel not 0).
+func skip0Scan(recs []mrec, hits []chit, i int) int {
 	for ; i < len(recs); i++ {
 		if (0^recs[i].val)&recs[i].mask == 0 {
+			if hits[i].sel != 0 {
+				return -i - 1
+			}
 			break
 		}
 	}
@@ -596,8 +608,8 @@ func TestSkip0MatchesScan(t *testing.T) {
 			}
 			got, want := make([]int, len(c.skip0)), make([]int, len(c.skip0))
 			for i := range c.skip0 {
-				got[i], want[i] = int(c.skip0[i]), skip0Scan(c.recs, i)
-				if want[i] > i {
+				got[i], want[i] = int(c.skip0[i]), skip0Scan(c.recs, c.hits, i)
+				if j, _ := skipAt(int32(want[i])); j > i {
 					skipped++
 				}
 			}
@@ -663,5 +675,62 @@ func TestCompiledUnmarkedFlows(t *testing.T) {
 			}
 			t.Logf("%d flows, %d with kv 0", flows, zero)
 		})
+	}
+}
+
+// TestStepFastMatchesStep: wherever StepFast answers, it answers Step's
+// hit (the same record, by pointer); it answers for kv-0 flows on
+// compiled lists only, and it does answer most of their steps on rule
+// sets of fwmark rules like the benchmark's.
+func TestStepFastMatchesStep(t *testing.T) {
+	for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
+		g := newRuleGen(int64(fam)+120, fam)
+		fast, steps := 0, 0
+		for set := 0; set < 200; set++ {
+			o := newTestOps(t, fam)
+			if set%2 == 0 {
+				o = benchOps(t, fam, 1+g.rng.Intn(12))
+			}
+			for i, n := 0, g.rng.Intn(20); i < n; i++ {
+				o.NewRule(g.rule(uint32(50+i)), 0)
+			}
+			for _, s := range []Snapshot{o.Snapshot(), general(o.Snapshot())} {
+				for f := 0; f < 50; f++ {
+					k := g.flow()
+					if f%4 != 3 {
+						k.Mark, k.TOS = 0, 0
+					}
+					m := s.Matcher(&k)
+					for p := 0; p <= s.Len(); p++ {
+						at := Pos{0, int32(p)}
+						if s.l.comp == nil {
+							break // general Pos values are chunked: Step alone
+						}
+						want := m.Step(at)
+						got := m.StepFast(at)
+						steps++
+						if got == nil {
+							continue
+						}
+						fast++
+						if m.kv != 0 || s.l.comp == nil {
+							t.Fatalf("family %d set %d: StepFast answered with kv %#x, program %v", fam, set, m.kv, s.l.comp != nil)
+						}
+						if got != want {
+							t.Fatalf("family %d set %d flow %+v at %d: StepFast %+v, Step %+v", fam, set, k, p, got, want)
+						}
+					}
+					if s.l.comp == nil {
+						if h := m.StepFast(Pos{}); h != nil {
+							t.Fatalf("family %d set %d: StepFast answered on a general list", fam, set)
+						}
+					}
+				}
+			}
+		}
+		if fast < steps/4 {
+			t.Fatalf("family %d: StepFast answered %d of %d steps", fam, fast, steps)
+		}
+		t.Logf("family %d: StepFast answered %d of %d steps", fam, fast, steps)
 	}
 }
