@@ -469,44 +469,54 @@ func (lc *loopConn) runBusy() {
 		if lc.pid == 0 {
 			lc.pid = peerPID(t.fd)
 		}
-		a := awayFrom(lc.pid)
-		t.away = a
-		defer func() {
-			a.restore()
-			t.away = nil
-		}()
+		t.away = awayFrom(lc.pid)
 	}
+	gone := lc.serveBusy()
+	// The thread's affinity back, before the connection may reach a loop
+	// and another busy episode (resume): that one has its own.
+	if t.away != nil {
+		t.away.restore()
+		t.away = nil
+	}
+	if gone {
+		lc.finish()
+		return
+	}
+	t.leaveBusy()
+	lc.resume()
+}
+
+// serveBusy answers requests from the blocking receive until another
+// connection is served or the client goes quiet (false), or the
+// connection is gone (true).
+func (lc *loopConn) serveBusy() bool {
+	t := lc.t
 	for {
 		b, err := t.recvBusy()
 		if err == errIdle {
-			break
+			return false
 		}
 		busyReads.Add(1)
 		if err == errTooBig {
 			lc.c.q.fail(syscall.EMSGSIZE)
 			if !lc.w.drain() {
-				lc.finish()
-				return
+				return true
 			}
 			continue
 		}
 		if err != nil || b == nil {
-			lc.finish()
-			return
+			return true
 		}
 		// Answered from this goroutine, which may wait: a journal's
 		// fsync blocks no loop.
 		if !lc.answer(b) {
-			lc.finish()
-			return
+			return true
 		}
 		if loopReads.Load() != t.seen {
 			busyYields.Add(1)
-			break
+			return false
 		}
 	}
-	t.leaveBusy()
-	lc.resume()
 }
 
 // recvBusy is the busy mode's blocking receive: one recvfrom(2) that waits
