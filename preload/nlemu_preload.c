@@ -42,8 +42,8 @@
  *    (iproute2's sizing peek and read: one recvmsg); poll/select/epoll give
  *    it back first, so readiness is the kernel's ("peeking at the floor").
  *  - a blocking receive for the reply of a request just sent polls the socket
- *    for up to NLEMU_SPIN_US microseconds before it blocks, adaptively, and
- *    only with a CPU to spare ("spin then block").
+ *    for up to NLEMU_SPIN_US microseconds (off unless set) before it blocks,
+ *    adaptively, and only with a CPU to spare ("spin then block").
  *  - if_nametoindex/if_indextoname/if_nameindex resolve through the emulated
  *    namespace with RTM_GETLINK on a private connection.
  *  - ioctl() with a network-configuration request (0x89xx: SIOCGIF*,
@@ -305,12 +305,16 @@ static void resolve_all(void)
  * SPARE_EVERY waits). A spinner then holds a CPU that the server, or the
  * task the scheduler would have woken there, needs: measured with a third
  * busy process on 2 CPUs, round trips of 26-34 us spinning against 11-12
- * us blocking. NLEMU_SPIN_US=0 turns it off; NLEMU_SPIN_ALWAYS=1 spins
+ * us blocking. Off unless NLEMU_SPIN_US is set (SPIN_US_DEFAULT);
+ * NLEMU_SPIN_ALWAYS=1 spins
  * without looking for a CPU to spare (tests, and measuring on a shared
  * machine). */
 
-/* SPIN_US_DEFAULT: chosen by measurement (docs/SHIM.md, "Spin then block"). */
-#define SPIN_US_DEFAULT 50
+/* SPIN_US_DEFAULT: off. With real `ip` route loads the spin did not pay
+ * in any measurement on the project's shared 2-CPU machine (it did for bare
+ * NOOP round trips); docs/SHIM.md, "Spin then block". NLEMU_SPIN_US=50
+ * turns it on. */
+#define SPIN_US_DEFAULT 0
 #define SPIN_US_MAX 10000
 #define SPIN_MAX_LEVEL 10
 /* SPIN_PROBE_NS: the time between two probes of the socket. */

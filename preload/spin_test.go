@@ -302,8 +302,9 @@ func TestShimSpinNeverOnNonBlockingSocket(t *testing.T) {
 	}
 }
 
-// TestShimSpinOff: NLEMU_SPIN_US=0, or a process with one CPU to run on,
-// never spins and does not tell the server it spins (HELLO option bit 6).
+// TestShimSpinOff: NLEMU_SPIN_US=0 (the default), or a process with one
+// CPU to run on, never spins and does not tell the server it spins (HELLO
+// option bit 6).
 func TestShimSpinOff(t *testing.T) {
 	client, lib := buildSpinClient(t)
 	ncpu, first := cpusAllowed(t)
@@ -315,7 +316,8 @@ func TestShimSpinOff(t *testing.T) {
 	}{
 		{"NLEMU_SPIN_US=0", -1, "NLEMU_SPIN_US=0", false},
 		{"one CPU", first, "NLEMU_SPIN_US=10000", false},
-		{"default", -1, "NLEMU_SPIN_US=", ncpu > 1},
+		{"default (off)", -1, "NLEMU_SPIN_US=", false},
+		{"NLEMU_SPIN_US=50", -1, "NLEMU_SPIN_US=50", ncpu > 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startFakeServer(t, 0)

@@ -134,9 +134,12 @@ func newAtomicDuration(d time.Duration) *atomicDuration {
 func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
 func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
 
-// defaultBusySpin: chosen by measurement (docs/PROTOCOL.md, "Spin then
-// block").
-const defaultBusySpin = 50 * time.Microsecond
+// defaultBusySpin: off. For bare round trips both sides spinning took
+// 9-11 us against 23-29 us, but with real `ip` route loads
+// (hack/routeload.sh) it did not pay in any run on the project's shared
+// machine (docs/PROTOCOL.md, "Spin then block"); NLEMU_LOOP_SPIN_US=50
+// (with the client's NLEMU_SPIN_US) turns it on.
+const defaultBusySpin = 0
 
 // spinWindow is the spin window env (microseconds) asks for, else def; 0
 // on a machine with one CPU to run on.
