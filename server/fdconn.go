@@ -71,7 +71,7 @@ type fdConn struct {
 }
 
 // helloOptSpin is the HELLO option bit of a client that spins for its
-// replies (the shim, unless NLEMU_SPIN_US=0 or it has one CPU;
+// replies (the shim with NLEMU_SPIN_US above 0 and two CPUs or more;
 // docs/PROTOCOL.md). A busy reader spins only for such a client: one that
 // blocks in its receive is woken by the reply wherever the scheduler
 // finds room, and a reader spinning on the other CPU takes that room
