@@ -45,7 +45,7 @@ echo "floor ${floor} us per round trip"
 echo "nlemu serve loop scheduling: ${NLEMU_LOOP_SCHED:-default ($("$bin" serve -h 2>&1 | sed -n 's/.*else \([a-z]*\);.*/\1/p' | head -1))}"
 # Spin then block (docs/PROTOCOL.md): the shim's and the busy reader's
 # windows, from the environment that reaches both; unset, their defaults.
-echo "spin then block: NLEMU_SPIN_US=${NLEMU_SPIN_US:-default (off)} NLEMU_LOOP_SPIN_US=${NLEMU_LOOP_SPIN_US:-default (off)}${NLEMU_SPIN_ALWAYS:+ NLEMU_SPIN_ALWAYS=$NLEMU_SPIN_ALWAYS}"
+echo "spin then block: NLEMU_SPIN_US=${NLEMU_SPIN_US:-default (50)} NLEMU_LOOP_SPIN_US=${NLEMU_LOOP_SPIN_US:-default (50)}${NLEMU_SPIN_ALWAYS:+ NLEMU_SPIN_ALWAYS=$NLEMU_SPIN_ALWAYS}"
 
 perf=0
 if command -v perf >/dev/null 2>&1 && perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then

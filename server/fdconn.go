@@ -134,12 +134,13 @@ func newAtomicDuration(d time.Duration) *atomicDuration {
 func (a *atomicDuration) Load() time.Duration   { return time.Duration(a.v.Load()) }
 func (a *atomicDuration) Store(d time.Duration) { a.v.Store(int64(d)) }
 
-// defaultBusySpin: off. For bare round trips both sides spinning took
-// 9-11 us against 23-29 us, but with real `ip` route loads
-// (hack/routeload.sh) it did not pay in any run on the project's shared
-// machine (docs/PROTOCOL.md, "Spin then block"); NLEMU_LOOP_SPIN_US=50
-// (with the client's NLEMU_SPIN_US) turns it on.
-const defaultBusySpin = 0
+// defaultBusySpin: 50 us, with the shim's SPIN_US_DEFAULT. On the quiet
+// 2-CPU machine one `ip -batch` of 40,000 routes (hack/routeload.sh) took
+// 0.47-0.59 s with both sides spinning against 1.60-1.62 s with neither
+// (kernel 0.42-0.60 s in the same runs); under load the running-count
+// check keeps the spin off (docs/PROTOCOL.md, "Spin then block").
+// NLEMU_LOOP_SPIN_US=0 turns it off.
+const defaultBusySpin = 50 * time.Microsecond
 
 // spinWindow is the spin window env (microseconds) asks for, else def; 0
 // on a machine with one CPU to run on.

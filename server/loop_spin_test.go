@@ -316,7 +316,8 @@ func TestLoadavgRunning(t *testing.T) {
 
 // TestBusySpinOffOnOneCPU: a server started with one CPU to run on never
 // spins (the spin would only delay the client it waits for), whatever
-// NLEMU_LOOP_SPIN_US asks; NLEMU_LOOP_SPIN_US=0 turns it off anywhere.
+// NLEMU_LOOP_SPIN_US asks; NLEMU_LOOP_SPIN_US=0 turns it off anywhere, and
+// unset it is defaultBusySpin (50 µs).
 func TestBusySpinOffOnOneCPU(t *testing.T) {
 	if v := os.Getenv("NLEMU_TEST_SPIN_CHILD"); v != "" {
 		fmt.Printf("busySpin=%d\n", busySpin.Load().Microseconds())
@@ -335,6 +336,7 @@ func TestBusySpinOffOnOneCPU(t *testing.T) {
 		{"one CPU", true, "NLEMU_LOOP_SPIN_US=70", "busySpin=0"},
 		{"all CPUs, 70", false, "NLEMU_LOOP_SPIN_US=70", map[bool]string{true: "busySpin=70", false: "busySpin=0"}[len(cpus) > 1]},
 		{"all CPUs, off", false, "NLEMU_LOOP_SPIN_US=0", "busySpin=0"},
+		{"all CPUs, default", false, "NLEMU_LOOP_SPIN_US=", map[bool]string{true: "busySpin=50", false: "busySpin=0"}[len(cpus) > 1]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBusySpinOffOnOneCPU$", "-test.count=1")
