@@ -177,6 +177,23 @@ func localRandPrefix(rng *rand.Rand) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom16(a), 128)
 }
 
+// randTinyLocal is a random local table of 1 to tinyMax distinct prefixes
+// of family fam drawn by prefix, as a store and as a map of its leaves.
+func randTinyLocal(rng *rand.Rand, fam uint8, prefix func(*rand.Rand) netip.Prefix) (*store, map[netip.Prefix]leaf) {
+	var s *store
+	m := map[netip.Prefix]leaf{}
+	for range 1 + rng.Intn(tinyMax) {
+		p := prefix(rng)
+		if _, ok := m[p]; ok {
+			continue
+		}
+		l := leaf{head: &attrs{r: Route{Family: fam, Type: rtnl.RTN_LOCAL}}}
+		s = s.with(p, leaf{}, l)
+		m[p] = l
+	}
+	return s, m
+}
+
 // TestLocalSummaryMatchesScan: fast6's question whether table local holds
 // a prefix containing the destination (noPrefix6) answers, with the tiny
 // index's summary (bloom, short), what a linear scan of every stored prefix
@@ -186,17 +203,7 @@ func TestLocalSummaryMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
 	decided, compared := 0, 0
 	for round := 0; round < 300; round++ {
-		var s *store
-		m := map[netip.Prefix]leaf{}
-		for range 1 + rng.Intn(tinyMax) {
-			p := localRandPrefix(rng)
-			if _, ok := m[p]; ok {
-				continue
-			}
-			l := leaf{head: &attrs{r: Route{Family: rtnl.AF_INET6, Type: rtnl.RTN_LOCAL}}}
-			s = s.with(p, leaf{}, l)
-			m[p] = l
-		}
+		s, m := randTinyLocal(rng, rtnl.AF_INET6, localRandPrefix)
 		if s.ix == nil || s.ix.mode != ixTiny {
 			t.Fatalf("round %d: %d prefixes, no tiny index", round, len(m))
 		}

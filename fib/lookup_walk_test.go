@@ -40,17 +40,7 @@ func TestLocalSummary4MatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
 	decided, compared := 0, 0
 	for round := 0; round < 300; round++ {
-		var s *store
-		m := map[netip.Prefix]leaf{}
-		for range 1 + rng.Intn(tinyMax) {
-			p := localRandPrefix4(rng)
-			if _, ok := m[p]; ok {
-				continue
-			}
-			l := leaf{head: &attrs{r: Route{Family: rtnl.AF_INET, Type: rtnl.RTN_LOCAL}}}
-			s = s.with(p, leaf{}, l)
-			m[p] = l
-		}
+		s, m := randTinyLocal(rng, rtnl.AF_INET, localRandPrefix4)
 		if s.ix == nil || s.ix.mode != ixTiny || s.fx != nil {
 			t.Fatalf("round %d: %d prefixes, no tiny index", round, len(m))
 		}

@@ -129,24 +129,7 @@ func TestFullDiskRefusesBeforeApplyingFallocated(t *testing.T) {
 	fs.budget.Store(0)
 	// At most the first chunk and the two the allocator keeps ahead were
 	// allocated before the budget ran out: 768 bytes, 12 records of these.
-	var refused int
-	for i := range 40 {
-		before := e.state("default")
-		errno := e.do("default", ruleAdd(rtnl.AF_INET, 0, uint32(100+i)))
-		if errno == 0 {
-			continue
-		}
-		if errno != int32(syscall.ENOSPC) {
-			t.Fatalf("rule %d: errno %d, want ENOSPC", i, errno)
-		}
-		if e.state("default") != before {
-			t.Fatalf("rule %d refused but applied", i)
-		}
-		refused++
-	}
-	if refused == 0 {
-		t.Fatal("a full disk refused nothing")
-	}
+	refuseOnFullDisk(t, e, 40)
 	fs.budget.Store(-1)
 	e.mustDo("default", ruleAdd(rtnl.AF_INET, 0, 999))
 	want := e.state("default")

@@ -513,17 +513,13 @@ func TestSyncErrorFailsLaterBatches(t *testing.T) {
 	}
 }
 
-// TestFullDiskRefusesBeforeApplying: when the journal cannot reserve room
-// for a change's record the change is refused with ENOSPC and not applied;
-// reads go on; once there is room changes work again, and what is on disk
-// is exactly what was acknowledged.
-func TestFullDiskRefusesBeforeApplying(t *testing.T) {
-	dir := t.TempDir()
-	fs := newFaultFS(dir)
-	e := openEnv(t, "", Options{FS: fs, allocChunk: 256})
-	fs.budget.Store(0)
+// refuseOnFullDisk adds n rules to namespace default of e, whose disk is
+// full from some point on: each change is acknowledged or refused with
+// ENOSPC and then not applied, and at least one is refused.
+func refuseOnFullDisk(t *testing.T, e *env, n int) {
+	t.Helper()
 	var refused int
-	for i := range 20 {
+	for i := range n {
 		before := e.state("default")
 		errno := e.do("default", ruleAdd(rtnl.AF_INET, 0, uint32(100+i)))
 		if errno == 0 {
@@ -540,6 +536,18 @@ func TestFullDiskRefusesBeforeApplying(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("a full disk refused nothing")
 	}
+}
+
+// TestFullDiskRefusesBeforeApplying: when the journal cannot reserve room
+// for a change's record the change is refused with ENOSPC and not applied;
+// reads go on; once there is room changes work again, and what is on disk
+// is exactly what was acknowledged.
+func TestFullDiskRefusesBeforeApplying(t *testing.T) {
+	dir := t.TempDir()
+	fs := newFaultFS(dir)
+	e := openEnv(t, "", Options{FS: fs, allocChunk: 256})
+	fs.budget.Store(0)
+	refuseOnFullDisk(t, e, 20)
 	if err := e.srv.Namespaces().Add("x"); !errorsIsErrno(err, syscall.ENOSPC) {
 		t.Fatalf("netns add on a full disk: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/internal/cpuaffinity"
 )
 
 // The shim's spin then block (nlemu_preload.c, "spin then block"), tested
@@ -187,7 +188,7 @@ func runSpinClient(t *testing.T, f *fakeServer, client, lib, mode string, n int,
 	t.Helper()
 	cmd := exec.Command(client, mode, fmt.Sprint(n))
 	cmd.Env = append(os.Environ(), append([]string{"LD_PRELOAD=" + lib, "NLEMU_SOCKET=" + f.path, "NLEMU_NETNS=default"}, env...)...)
-	out, err := runOnCPU(cmd, one)
+	out, err := cpuaffinity.CombinedOutput(cmd, one)
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", client, mode, err, out)
 	}
@@ -213,24 +214,6 @@ func runSpinClient(t *testing.T, f *fakeServer, client, lib, mode string, n int,
 		t.Fatal("fake server still serving after the client exited")
 	}
 	return s
-}
-
-func runOnCPU(cmd *exec.Cmd, cpu int) (string, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if cpu >= 0 {
-		var saved, set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &saved); err != nil {
-			return "", err
-		}
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return "", err
-		}
-		defer unix.SchedSetaffinity(0, &saved)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // cpusAllowed is this process's CPU count and its first CPU.

@@ -5,15 +5,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
+	"github.com/nlemu/nlemu/internal/cpuaffinity"
 	"github.com/nlemu/nlemu/rtnl"
 	T "github.com/nlemu/nlemu/rtnl/rtnltest"
 )
@@ -143,10 +142,13 @@ func TestBusySpinFindsPromptRequests(t *testing.T) {
 // timeout like a reader that never spun (no thread kept); a request sent
 // long after the window is still read and answered, in order.
 func TestBusySpinBlocksWhenIdle(t *testing.T) {
-	// A window far longer than the test's client takes between requests:
-	// the waits in the loop below hit, so the last one spins (no
-	// back-off skip) and misses.
-	withSpin(t, 5*time.Millisecond)
+	// A window far longer than the test's client takes between requests,
+	// even on a loaded machine (CI runs packages in parallel): the waits
+	// in the loop below hit, so the last one spins (no back-off skip) and
+	// misses, and that miss comes long after misses0 is read (with 5 ms a
+	// test goroutine descheduled for longer read it after the miss and
+	// waited for another forever).
+	withSpin(t, 200*time.Millisecond)
 	_, sock := listenTest(t)
 	waitIdle(t)
 	c := dialSpin(t, sock, helloOptSpin)
@@ -341,7 +343,11 @@ func TestBusySpinOffOnOneCPU(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBusySpinOffOnOneCPU$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "NLEMU_TEST_SPIN_CHILD=1", tc.env)
-			out, err := childOnCPUs(cmd, tc.one, cpus[0])
+			cpu := -1 // every CPU
+			if tc.one {
+				cpu = cpus[0]
+			}
+			out, err := cpuaffinity.CombinedOutput(cmd, cpu)
 			if err != nil {
 				t.Fatalf("child: %v\n%s", err, out)
 			}
@@ -350,24 +356,4 @@ func TestBusySpinOffOnOneCPU(t *testing.T) {
 			}
 		})
 	}
-}
-
-// childOnCPUs runs cmd, on CPU cpu only when one (a child inherits the
-// affinity of the thread that forks it).
-func childOnCPUs(cmd *exec.Cmd, one bool, cpu int) (string, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if one {
-		var saved, set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &saved); err != nil {
-			return "", err
-		}
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return "", err
-		}
-		defer unix.SchedSetaffinity(0, &saved)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
