@@ -30,7 +30,10 @@ cleanup() {
 	ip netns del "$ns" 2>/dev/null || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal (a reader of the output that went away: SIGPIPE; ^C) runs the
+# cleanup too and ends the script: the kernel namespace never stays behind.
+trap cleanup EXIT
+trap 'cleanup; trap - EXIT; exit 1' HUP INT PIPE TERM
 (cd "$root" && go build -o "$tmp/nlemu" ./cmd/nlemu && CGO_ENABLED=0 go build -o "$tmp/execcalls" ./hack/execcalls)
 src=$root/integration/testdata/seccomp/nlprog.c
 gcc -O2 -static -o "$tmp/nlprog-static" "$src" -lpthread
