@@ -87,6 +87,11 @@ func benchFIB(b testing.TB, fam uint8, n int, rules bool) (*FIB, []flow.Key) {
 
 func benchLookup(b *testing.B, fam uint8, rules bool) {
 	f, keys := benchFIB(b, fam, benchRoutes, rules)
+	lookupLoop(b, f, keys)
+}
+
+// lookupLoop is the benchmark loop of f.Lookup over keys in turn.
+func lookupLoop(b *testing.B, f *FIB, keys []flow.Key) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	// The flow index wraps with a compare: a modulo per lookup would be

@@ -138,16 +138,7 @@ func benchRulesLocal(b *testing.B, fam uint8) {
 	if s := f.tables.Snapshot(); s.lm != nil && s.lm.merged {
 		b.Fatal("local and main still merged with custom rules")
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); {
-		if _, err := f.Lookup(keys[i]); err != 0 {
-			b.Fatal(err)
-		}
-		if i++; i == len(keys) {
-			i = 0
-		}
-	}
+	lookupLoop(b, f, keys)
 }
 
 // BenchmarkLookup4RulesLocalAddrs is BenchmarkLookup4Rules with a table

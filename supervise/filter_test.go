@@ -48,15 +48,7 @@ func wantTrapped(r Range, nr int, args [6]uint64) bool { return emulated(r, nr, 
 // go-seccomp-bpf's unreloaded accumulator sends (libraryQuirk), which the
 // supervisor continues (emulated, handle).
 func TestFilterMatchesReference(t *testing.T) {
-	r := RangeFor(1024)
-	insns, err := Assemble(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm, err := bpf.NewVM(insns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, vm := filterVM(t)
 	const auditArchX8664 = 0xc000003e
 	nrs := []int{unix.SYS_SOCKET, unix.SYS_RECVMSG, unix.SYS_RECVFROM, unix.SYS_BIND, unix.SYS_CONNECT,
 		unix.SYS_GETSOCKNAME, unix.SYS_GETPEERNAME, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT, unix.SYS_DUP,
@@ -134,15 +126,7 @@ func libraryQuirk(r Range, nr int, args [6]uint64) bool {
 // TestFilterMatchesReference's random inputs), and emulated, which handle
 // asks first, says to continue it.
 func TestFilterQuirkContinued(t *testing.T) {
-	r := RangeFor(1024)
-	insns, err := Assemble(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm, err := bpf.NewVM(insns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, vm := filterVM(t)
 	args := [6]uint64{uint64(unix.SYS_UNSHARE)<<32 | unix.CLONE_NEWNET}
 	if got := runFilter(t, vm, unix.SYS_GETSOCKNAME, 0xc000003e, args); got != retNotify {
 		t.Logf("the quirk's input is not trapped (%#x): go-seccomp-bpf may have been fixed", got)
@@ -216,4 +200,20 @@ func TestDupLeavesRange(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// filterVM is the filter of a 1,024-descriptor range, assembled and loaded
+// into a classic BPF VM, with its range.
+func filterVM(t *testing.T) (Range, *bpf.VM) {
+	t.Helper()
+	r := RangeFor(1024)
+	insns, err := Assemble(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(insns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, vm
 }
