@@ -75,22 +75,25 @@ func Netconf6(c []int32) Netconf {
 }
 
 // Inet4Conf returns the IPv4 devconf block of ifindex: a device's, or
-// IfindexAll / IfindexDefault; false when there is no such device.
+// IfindexAll / IfindexDefault; false when there is no such device or the
+// device has no in_device (an MTU below 68), as __in_dev_get_rtnl()
+// returning NULL.
 func (d *Devices) Inet4Conf(ifindex int32) ([]int32, bool) {
 	switch ifindex {
 	case IfindexAll, IfindexDefault:
 		return inet4AllDefaults, true
 	}
 	l, ok := d.ByIndex(ifindex)
-	return l.Inet4Conf, ok
+	return l.Inet4Conf, ok && l.Inet4Conf != nil
 }
 
-// Inet6Conf is Inet4Conf for IPv6.
+// Inet6Conf is Inet4Conf for IPv6 (no inet6_dev: an MTU below 1280, lo
+// excepted).
 func (d *Devices) Inet6Conf(ifindex int32) ([]int32, bool) {
 	switch ifindex {
 	case IfindexAll, IfindexDefault:
 		return inet6AllDefaults, true
 	}
 	l, ok := d.ByIndex(ifindex)
-	return l.Inet6.Conf, ok
+	return l.Inet6.Conf, ok && l.Inet6.Conf != nil
 }

@@ -68,6 +68,12 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 	if i < 0 {
 		return rtnl.Errno(syscall.ENODEV)
 	}
+	if q.HasAddrGenMode && c.links[i].Inet6.Conf == nil {
+		// validate_linkmsg() → inet6_validate_link_af(): a device
+		// without an inet6_dev (its MTU is below 1280) refuses
+		// IFLA_AF_SPEC's AF_INET6 before anything is changed.
+		return rtnl.Errno(syscall.EAFNOSUPPORT)
+	}
 	notify := false
 	if q.Bridge != nil {
 		// rtnl_changelink(): the kind's options first, announced with
@@ -121,8 +127,8 @@ func (c *change) set(index int32, q *rtnl.LinkConf) *rtnl.Error {
 			l.MTUSet = true
 		}
 		c.msg(i, 0)
-		// addrconf_notify(NETDEV_CHANGEMTU), after the message: mtu6
-		// follows the device.
+		// inetdev_event() and addrconf_notify() (NETDEV_CHANGEMTU), after
+		// the message: the inet and inet6 state follow the MTU.
 		c.setMTU6(i)
 		c.event(EvChangeMTU, i)
 		l = &c.links[i]
@@ -413,12 +419,60 @@ func (c *change) recalcMTU(m int) bool {
 	return true
 }
 
-// setMTU6 is addrconf_notify(NETDEV_CHANGEMTU): mtu6 follows the device.
+// setMTU6 is what the inet and inet6 notifiers do to the device itself
+// at NETDEV_CHANGEMTU (their address and route work is the caller's):
+//
+//   - inetdev_event(): below 68 (inetdev_valid_mtu()) the in_device is
+//     destroyed (Inet4Conf nil); from 68 on a device without one gets a
+//     new one, a copy of the namespace's default block (inetdev_init():
+//     so lo loses the NOXFRM and NOPOLICY it got at NETDEV_REGISTER).
+//   - addrconf_notify(): below 1280 (IPV6_MIN_MTU) addrconf_ifdown(dev,
+//     dev != loopback) destroys every inet6_dev but lo's (Inet6.Conf nil)
+//     and leaves mtu6 alone; from 1280 on mtu6 follows the device, and a
+//     device without an inet6_dev gets a new one (ipv6_add_dev(): the
+//     default block, so addrgenmode is eui64 again).
 func (c *change) setMTU6(i int) {
 	l := &c.links[i]
-	conf := append([]int32(nil), l.Inet6.Conf...)
+	const ipv4MinMTU, ipv6MinMTU = 68, 1280
+	switch {
+	case l.MTU < ipv4MinMTU:
+		l.Inet4Conf = nil
+	case l.Inet4Conf == nil:
+		l.Inet4Conf = inet4AllDefaults
+		if l.Flags&IFF_UP != 0 {
+			l.Inet4MCStamp = nowCentis() // inetdev_init() → ip_mc_up()
+		}
+	}
+	switch {
+	case l.MTU < ipv6MinMTU:
+		if l.Flags&IFF_LOOPBACK == 0 {
+			l.Inet6 = Inet6Dev{}
+		}
+	case l.Inet6.Conf == nil:
+		l.Inet6 = c.newInet6Dev(l)
+	default:
+		conf := append([]int32(nil), l.Inet6.Conf...)
+		conf[v6MTU6] = int32(l.MTU)
+		l.Inet6.Conf = conf
+	}
+}
+
+// newInet6Dev is ipv6_add_dev() for a device that lost its inet6_dev: the
+// namespace's default block with mtu6 the device's, accept_dad -1 on a
+// NOARP or loopback device, ready when the device is up with carrier.
+func (c *change) newInet6Dev(l *Link) Inet6Dev {
+	conf := append([]int32(nil), inet6AllDefaults...)
 	conf[v6MTU6] = int32(l.MTU)
-	l.Inet6.Conf = conf
+	conf[v6AcceptDAD] = 1
+	if l.Flags&(IFF_NOARP|IFF_LOOPBACK) != 0 {
+		conf[v6AcceptDAD] = -1
+	}
+	now := nowCentis()
+	d := Inet6Dev{Tstamp: now, ReachableTime: c.d.rnd.reachableTime(), RetransTime: 1000, Conf: conf, MCStamp: now}
+	if l.Flags&IFF_UP != 0 && l.Carrier {
+		d.Flags = ifReady
+	}
+	return d
 }
 
 // recalcBridge is br_stp_recalculate_bridge_id() and br_mtu_auto_adjust()

@@ -236,6 +236,11 @@ func (ns *Namespace) newAddr4(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
 	if !ok {
 		return rtnl.Errorf(syscall.ENODEV, "ipv4: Device not found")
 	}
+	if l.Inet4Conf == nil {
+		// rtm_to_ifaddr(): no in_device (the MTU is below 68) is ENOBUFS,
+		// without text (TestQuirkLoMTUBelow68NoInDevice).
+		return rtnl.Errno(syscall.ENOBUFS)
+	}
 	a := netdev.Addr{
 		Family: rtnl.AF_INET, Index: q.Index, Local: q.Local, Address: q.Local,
 		PrefixLen: q.PrefixLen, Flags: q.Flags, Scope: q.Scope, Label: l.Name,
@@ -377,6 +382,12 @@ func (ns *Namespace) newAddr6(req *Request, q *rtnl.AddrMsg) *rtnl.Error {
 	}
 	if valid == 0 || preferred > valid {
 		return rtnl.Errorf(syscall.EINVAL, "ipv6: address lifetime invalid")
+	}
+	if l.Inet6.Conf == nil {
+		// addrconf_add_dev() → ipv6_find_idev() → ipv6_add_dev(): a
+		// device whose MTU is below 1280 has no inet6_dev and gets none
+		// (EINVAL, no text). lo keeps its own below 1280.
+		return rtnl.Errno(syscall.EINVAL)
 	}
 	// inet6_addr_add() -> addrconf_add_dev(): the device's ff00::/8
 	// multicast route comes first, and stays when the address checks
@@ -615,6 +626,14 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 			ns.addrconfPermanentAddr(l)
 			if linkReady(l) {
 				ns.addrconfReady(l)
+				if l.MTU < 1280 {
+					// addrconf_notify(NETDEV_UP) ends with "the changed
+					// mtu during down is lower than IPV6_MIN_MTU":
+					// addrconf_ifdown() again, so lo up below 1280
+					// announces ::1 and its route, then deletes them
+					// (TestQuirkLoUpBelow1280AnnouncesThenDeletesLoopback6).
+					ns.addrconfIfdown(l, false)
+				}
 			}
 		}
 	case netdev.EvChange:
@@ -635,12 +654,29 @@ func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 	case netdev.EvRename:
 		ns.inetdevChangename(l)
 	case netdev.EvChangeMTU:
+		// inetdev_event(NETDEV_CHANGEMTU): below 68 the in_device is
+		// destroyed (netdev cleared Inet4Conf), its addresses with it,
+		// each as inet_del_ifa() removes it; the last one's
+		// fib_disable_ip() flushes every route through the device,
+		// silently. From 68 on the new in_device has no address: lo's
+		// 127.0.0.1 comes back only at its next NETDEV_UP.
+		if l.Inet4Conf == nil && len(ns.addr.store.Snapshot().OfDevice(rtnl.AF_INET, l.Index)) > 0 {
+			ns.inetdevDestroy(l)
+			ns.flushDevRoutes4(l.Index, true)
+		}
 		// addrconf_notify(NETDEV_CHANGEMTU): below IPV6_MIN_MTU IPv6
 		// stops on the device (addrconf_ifdown(), its inet6_dev
 		// destroyed); back at 1280 or more a ready device is configured
-		// again, as a new inet6_dev (measured).
+		// again, as a new inet6_dev (measured). lo keeps its inet6_dev
+		// (addrconf_ifdown(dev, dev != loopback)): its addresses and
+		// routes go, nothing comes back at 1280, and addresses can still
+		// be added below it (TestQuirkLoMTUBelow1280KeepsInet6Dev).
 		const ipv6MinMTU = 1280
-		if l.MTU < ipv6MinMTU {
+		if l.Flags&netdev.IFF_LOOPBACK != 0 {
+			if l.MTU < ipv6MinMTU {
+				ns.addrconfIfdown(l, false)
+			}
+		} else if l.MTU < ipv6MinMTU {
 			if !ns.addr.v6Off[l.Index] {
 				ns.addrconfIfdown(l, true)
 				ns.addr.v6Off[l.Index] = true
@@ -675,7 +711,9 @@ func (ns *Namespace) inetdevDestroy(l netdev.Link) {
 // device configures 127.0.0.1/8 scope host (its routes come with
 // fib_netdev_event()).
 func (ns *Namespace) inetUp(l netdev.Link) {
-	if l.Flags&netdev.IFF_LOOPBACK == 0 {
+	if l.Flags&netdev.IFF_LOOPBACK == 0 || l.Inet4Conf == nil {
+		// inetdev_event() without an in_device (MTU below 68) does
+		// nothing.
 		return
 	}
 	// Every NETDEV_UP inserts it again: inet_insert_ifa() refuses it

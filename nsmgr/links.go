@@ -41,6 +41,15 @@ func linkMsg(l netdev.Link) *rtnl.LinkMsg {
 	if l.Kind == netdev.KindVeth {
 		m.IfLink, m.HasIfLink = l.Peer, true
 	}
+	if l.Inet6.Conf == nil {
+		// addrconf_ifdown(dev, true) for an MTU below 1280 freed the
+		// inet6_dev: inet6_fill_link_af() has nothing (no addrgenmode in
+		// `ip -d link show`).
+		m.Inet6 = nil
+	}
+	// rtnl_fill_link_af() opens IFLA_AF_SPEC before asking the families:
+	// with neither (a dummy below 68) it stays, empty.
+	m.EmptyAFSpec = m.Inet4Conf == nil && m.Inet6 == nil
 	return m
 }
 

@@ -120,6 +120,9 @@ func (ns *Namespace) dumpFamily(req *Request, typ uint16, family uint8, d *msgDu
 			return
 		}
 		for _, l := range ns.devs.Links() {
+			if !hasInet(family, l) {
+				continue // no in_device / inet6_dev (MTU below 68 / 1280)
+			}
 			d.add(rtnl.AppendNetconf(nil, multi, seq, pid, ns.netconf(family, l.Index)))
 		}
 		for _, i := range []int32{netdev.IfindexAll, netdev.IfindexDefault} {
@@ -275,6 +278,9 @@ func (ns *Namespace) netconf(family uint8, ifindex int32) *rtnl.Netconf {
 // lists the newest first); ip_mc_up() joins 224.0.0.1 while the device is
 // up.
 func mcAddrs(family uint8, l netdev.Link) []rtnl.IfMcaddr {
+	if !hasInet(family, l) {
+		return nil
+	}
 	if family == rtnl.AF_INET6 {
 		return []rtnl.IfMcaddr{
 			{Family: family, Ifindex: l.Index, Addr: ip6AllNodesLink, Stamp: l.Inet6.MCStamp},
@@ -285,6 +291,15 @@ func mcAddrs(family uint8, l netdev.Link) []rtnl.IfMcaddr {
 		return nil
 	}
 	return []rtnl.IfMcaddr{{Family: family, Ifindex: l.Index, Addr: []byte{224, 0, 0, 1}, Stamp: l.Inet4MCStamp}}
+}
+
+// hasInet says whether l has its family state: an in_device (Inet4Conf)
+// or an inet6_dev (Inet6.Conf); an MTU below 68 / 1280 destroys them.
+func hasInet(family uint8, l netdev.Link) bool {
+	if family == rtnl.AF_INET6 {
+		return l.Inet6.Conf != nil
+	}
+	return l.Inet4Conf != nil
 }
 
 var (
