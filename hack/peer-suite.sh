@@ -10,12 +10,16 @@
 # then every top-level test that passes on the kernel and not under nlemu
 # (and the reverse), with the lines it logged.
 #
-#   hack/peer-suite.sh [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-keep]
+#   hack/peer-suite.sh [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-trace] [-keep]
 #
 # -count N runs the tests N times on each side (go test -count).
 # -gomaxprocs N sets GOMAXPROCS for the test binary on both sides (not for
 # nlemu's supervisor).
 # NLEMU=/path/to/nlemu uses that binary instead of building ./cmd/nlemu.
+# -trace runs both sides with -test.trace and prints, per side, how often
+# TestRuleListFiltered's goroutines moved to another OS thread (so to
+# another network namespace) and how they had left their thread
+# (hack/trace-moves.py).
 # -strace-kernel runs the kernel side under `strace -f`, which makes every
 # system call slow as nlemu's are: TestRuleListFiltered's subtests then
 # fail on the kernel too (they run on goroutines that are not locked to
@@ -28,6 +32,7 @@ pin=0
 count=1
 gmp=()
 kstrace=()
+trace=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-run) run="$2"; shift 2 ;;
@@ -35,8 +40,9 @@ while [ $# -gt 0 ]; do
 	-gomaxprocs) gmp=(env GOMAXPROCS="$2"); shift 2 ;;
 	-strace-kernel) kstrace=(strace -f -qq -o /dev/null); shift ;;
 	-keep) keep=1; shift ;;
+	-trace) trace=1; shift ;;
 	-pin-rule-subtests) pin=1; shift ;;
-	*) echo "usage: $0 [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-pin-rule-subtests] [-keep]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-run REGEXP] [-count N] [-gomaxprocs N] [-strace-kernel] [-pin-rule-subtests] [-trace] [-keep]" >&2; exit 2 ;;
 	esac
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,7 +105,9 @@ sock="$work/sock/nlemu.sock"
 
 echo "vishvananda/netlink $ver: go test -run '$run' -count $count inside unshare -r, as $( [ ${#runas[@]} -gt 0 ] && echo 'uid 65534' || id -un)${gmp:+, ${gmp[1]:-}}${kstrace:+, kernel side under strace -f}$( [ $pin = 1 ] && echo ', TestRuleListFiltered subtests pinned (diagnosis)')"
 cd "$work"
-"${runas[@]}" unshare -r -n "${kstrace[@]}" "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >kernel.txt 2>&1 || true
+ktrace=() ntrace=()
+if [ $trace = 1 ]; then ktrace=(-test.trace "$work/kernel.trace"); ntrace=(-test.trace "$work/nlemu.trace"); fi
+"${runas[@]}" unshare -r -n "${kstrace[@]}" "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v "${ktrace[@]}" >kernel.txt 2>&1 || true
 "${runas[@]}" ./nlemu serve --socket "$sock" 2>server.txt &
 srv=$!
 for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
@@ -107,7 +115,7 @@ mkdir -p "$work/home"
 [ "$(id -u)" = 0 ] && chown 65534:65534 "$work/home"
 # Inside unshare -r the user is "root" of its own user namespace: nlemu's
 # caches go under a home of its own.
-"${runas[@]}" env NLEMU_SOCKET="$sock" NLEMU_EXEC_STATS="$work/sock/exec-stats.json" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v >nlemu.txt 2>&1 || true
+"${runas[@]}" env NLEMU_SOCKET="$sock" NLEMU_EXEC_STATS="$work/sock/exec-stats.json" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v "${ntrace[@]}" >nlemu.txt 2>&1 || true
 
 count() { # file level(top|all) verdict
 	local pat='^--- '
@@ -149,3 +157,11 @@ for t in $gained; do
 done
 echo "namespaces left on the server: $(NLEMU_SOCKET="$sock" "${runas[@]}" ./nlemu netns list | tr '\n' ' ')"
 echo "supervisor notifications (all runs): $(cat "$work/sock/exec-stats.json" 2>/dev/null)"
+if [ $trace = 1 ]; then
+	for side in kernel nlemu; do
+		echo "$side: TestRuleListFiltered's goroutines (go tool trace)"
+		go tool trace -d=parsed "$work/$side.trace" >"$work/$side.parsed" 2>&1
+		python3 "$root/hack/trace-moves.py" "$work/$side.parsed" RuleListFiltered | sed 's/^/  /'
+		rm -f "$work/$side.parsed"
+	done
+fi
