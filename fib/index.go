@@ -737,25 +737,42 @@ func (x *fullIndex) with(p netip.Prefix, l leaf, existed bool, s *store) *fullIn
 		n.root = coverWith(&x.root, v0, bits, 16, 0, p, l, s)
 		return &n
 	}
-	nd := node6{}
-	if o := x.next6.get(v0); o != nil {
-		nd = *o
-	}
+	o := x.next6.get(v0)
 	v1 := uint32(hi>>32) & 0xffff
+	// The new node is allocated only once the change is known to write
+	// one: a change inside a slow bucket (every insert of
+	// hack/routeload.sh's IPv6 load after the first 33) returns x, and a
+	// node6 made before that test (640 bytes, zeroed and escaping through
+	// update's closure) was a third of the load's bytes per route.
+	var nd *node6
 	if bits <= 32 {
+		nd = cloneNode6(o)
 		nd.cov = coverWith(&nd.cov, v1, bits, 32, 17, p, l, s)
 	} else {
-		old := nd.bucket(v1)
+		var old *ent6
+		if o != nil {
+			old = o.bucket(v1)
+		}
 		nb := bucket6With(old, hi, lo, uint8(bits), l, existed, p, s)
 		if nb == old {
 			return x
 		}
+		nd = cloneNode6(o)
 		nd.bkt = nd.bkt.set(v1, slotOf6(nb))
 	}
 	n := *x
-	n.next6 = x.next6.update(v0, 1, func(*node6) *node6 { return &nd })
-	n.setFew6(v0, &nd)
+	n.next6 = x.next6.update(v0, 1, func(*node6) *node6 { return nd })
+	n.setFew6(v0, nd)
 	return &n
+}
+
+// cloneNode6 returns a new copy of o (a zero node when o is nil).
+func cloneNode6(o *node6) *node6 {
+	nd := new(node6)
+	if o != nil {
+		*nd = *o
+	}
+	return nd
 }
 
 // coverWith sets or clears the cover of prefix p (bits ≤ levelBits, at
