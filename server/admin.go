@@ -133,9 +133,7 @@ func (s *Server) Stats() Stats {
 		},
 		PeakRSSBytes: peakRSSBytes(),
 	}
-	s.mu.Lock()
-	st.Sockets = len(s.conns)
-	s.mu.Unlock()
+	st.Sockets = s.connCount()
 	for t := range tot.byType {
 		if n := tot.byType[t]; n > 0 {
 			name, ok := typeNames[t]

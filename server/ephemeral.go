@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nlemu/nlemu/nsmgr"
@@ -22,10 +23,29 @@ import (
 // run under one lock. NETNS_DEL deletes an ephemeral namespace like any
 // other (its sockets then delete nothing: detach checks the name still
 // means the same namespace). NETNS_EPHEMERAL lists them.
+//
+// Most sockets open in namespaces that are not ephemeral, and they take no
+// lock here: 512 clients dialling at once (`nlemu load --netns 512`) queued
+// on mu, and a holder preempted in its microsecond stopped them all
+// (docs/STATE.md, "The start-up queue"). The fast path needs to know that
+// the namespace it found is not ephemeral without reading refs: word
+// counts the ephemeral namespaces that exist or are being created (low
+// 32 bits: from before nsm.Add until after nsm.Del) and every change of
+// that count (high 32 bits). An opener that reads the same word, with a
+// count of 0, before and after its nsm.Get found a namespace that no
+// ephemeral one could have been at that moment.
 type ephemerals struct {
 	mu   sync.Mutex
 	refs map[*nsmgr.Namespace]int // guarded by mu: open sockets of each ephemeral namespace
+	word atomic.Uint64            // changed under mu: ephemeral count | changes<<32
 }
+
+// ephOne adds one to word's count and one to its changes; ephGone takes
+// one from its count and adds one to its changes.
+const (
+	ephOne  = 1<<32 | 1
+	ephGone = 1<<32 - 1
+)
 
 func (e *ephemerals) lock() {
 	e.mu.Lock()
@@ -39,6 +59,12 @@ func (e *ephemerals) lock() {
 // socket when the namespace is ephemeral.
 func (s *Server) attach(name string, opts uint32) (*nsmgr.Namespace, error) {
 	e := &s.eph
+	if w := e.word.Load(); uint32(w) == 0 {
+		// The fast path: no ephemeral namespace, none being created.
+		if ns, ok := s.nsm.Get(name); ok && e.word.Load() == w {
+			return ns, nil
+		}
+	}
 	e.lock()
 	defer e.mu.Unlock()
 	ns, ok := s.nsm.Get(name)
@@ -46,14 +72,28 @@ func (s *Server) attach(name string, opts uint32) (*nsmgr.Namespace, error) {
 		if opts&(optCreate|optEphemeral) == 0 {
 			return nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
 		}
+		eph := opts&optEphemeral != 0
+		if eph {
+			e.word.Add(ephOne) // before the namespace can be found
+		}
 		if err := s.nsm.Add(name); err != nil && !errors.Is(err, nsmgr.ErrExists) {
+			if eph {
+				e.word.Add(ephGone)
+			}
 			return nil, err
 		}
 		if ns, ok = s.nsm.Get(name); !ok {
+			if eph {
+				e.word.Add(ephGone)
+			}
 			return nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
 		}
-		if opts&optEphemeral != 0 {
-			e.refs[ns] = 0
+		if eph {
+			if _, had := e.refs[ns]; had {
+				e.word.Add(ephGone) // counted already
+			} else {
+				e.refs[ns] = 0
+			}
 			s.journalEphemeral(ns) // --state (journal.go)
 		}
 	}
@@ -68,6 +108,11 @@ func (s *Server) attach(name string, opts uint32) (*nsmgr.Namespace, error) {
 // another namespace).
 func (s *Server) detach(ns *nsmgr.Namespace) {
 	e := &s.eph
+	if uint32(e.word.Load()) == 0 {
+		// No ephemeral namespace: ns is none, and a socket of one keeps
+		// the count above 0 until it is gone.
+		return
+	}
 	e.lock()
 	defer e.mu.Unlock()
 	n, ok := e.refs[ns]
@@ -82,6 +127,7 @@ func (s *Server) detach(ns *nsmgr.Namespace) {
 	if cur, ok := s.nsm.Get(ns.Name()); ok && cur == ns {
 		s.nsm.Del(ns.Name())
 	}
+	e.word.Add(ephGone) // after the namespace can no longer be found
 }
 
 // Ephemeral returns the names of the ephemeral namespaces, sorted.

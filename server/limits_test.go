@@ -450,8 +450,7 @@ func TestStalledDumpHoldsNoLockNorMemory(t *testing.T) {
 	// socket are full).
 	charges := func() []int {
 		var out []int
-		s.mu.Lock()
-		for c := range s.conns {
+		s.eachConn(func(c *conn) {
 			c.mu.Lock() // setUID's lock: the handshake sets it after open
 			uid := c.uid
 			c.mu.Unlock()
@@ -460,8 +459,7 @@ func TestStalledDumpHoldsNoLockNorMemory(t *testing.T) {
 				out = append(out, c.q.bytes)
 				c.q.mu.Unlock()
 			}
-		}
-		s.mu.Unlock()
+		})
 		return out
 	}
 	var last []int

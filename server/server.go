@@ -45,16 +45,17 @@ type Server struct {
 	cfg      Config
 	nsm      *nsmgr.Manager
 
-	portMu sync.Mutex
-	ports  map[uint32]bool // guarded by portMu
-	rover  uint32          // guarded by portMu
+	// The open sockets and their port ids, in shards chosen by port id
+	// (connShard): opening a socket takes no lock that every other
+	// opener needs.
+	shards [connShards]connShard
+	rover  atomic.Uint32 // the next automatic port id (allocPort)
+	shut   atomic.Bool   // set by Close before it collects the shards' sockets
 
-	mu          sync.Mutex
-	listeners   []*Listener        // guarded by mu
-	conns       map[*conn]struct{} // guarded by mu: open sockets
-	closedStats tally              // guarded by mu: counts of closed sockets
-	closed      bool               // guarded by mu
-	journal     Journal            // set once before serving (journal.go): nil without --state
+	mu        sync.Mutex
+	listeners []*Listener // guarded by mu
+	closed    bool        // guarded by mu
+	journal   Journal     // set once before serving (journal.go): nil without --state
 
 	lim limitState // limits.go
 	eph ephemerals // ephemeral.go
@@ -62,7 +63,12 @@ type Server struct {
 
 // New returns a server with one namespace, "default".
 func New(cfg Config) *Server {
-	s := &Server{ports: map[uint32]bool{}, rover: 0xFFFFF000, conns: map[*conn]struct{}{}, cfg: cfg}
+	s := &Server{cfg: cfg}
+	for i := range s.shards {
+		s.shards[i].ports = map[uint32]bool{}
+		s.shards[i].conns = map[*conn]struct{}{}
+	}
+	s.rover.Store(0xFFFFF000)
 	s.rcfg = rtnl.LockConfig{RTNL: &s.rtnlLock, Mode: cfg.RTNL}
 	s.nsm = nsmgr.NewManager(&s.rcfg)
 	s.initLimits()
@@ -78,28 +84,61 @@ func (s *Server) RTNLStats() rtnl.LockStats { return s.rtnlLock.Stats() }
 // Mode returns the RTNL policy.
 func (s *Server) Mode() rtnl.Mode { return s.rcfg.Mode }
 
+// connShards is the number of shards of the socket registry. 512
+// clients dialling at once (`nlemu load --netns 512`) met on the one mutex
+// that used to guard every socket and port id: a holder preempted or
+// descheduled in its few hundred nanoseconds stopped every opener behind it
+// (docs/STATE.md, "The start-up queue"). With 64 shards two openers meet
+// only when their port ids fall in one shard, and then for one map insert.
+const connShards = 64
+
+// connShard is one shard of the socket registry: the port ids in use
+// whose value modulo connShards is its index, the open sockets whose port
+// id is such, and the counts of the closed ones, each under its mutex.
+// Padded to keep two shards' mutexes out of one cache line.
+type connShard struct {
+	mu          sync.Mutex
+	ports       map[uint32]bool    // guarded by mu: port ids in use
+	conns       map[*conn]struct{} // guarded by mu: open sockets
+	closedStats tally              // guarded by mu: counts of closed sockets
+	_           [64]byte
+}
+
+func (s *Server) shardOf(port uint32) *connShard { return &s.shards[port%connShards] }
+
 // allocPort picks a port id the way netlink_autobind() does: the caller's
-// pid when free, otherwise negative ids counting down from -4096.
+// pid when free, otherwise negative ids counting down from -4096. The
+// rover is one atomic counter and each id is claimed in its own shard,
+// so allocations take no lock in common.
 func (s *Server) allocPort(pid uint32) uint32 {
-	s.portMu.Lock()
-	defer s.portMu.Unlock()
-	if pid != 0 && !s.ports[pid] {
-		s.ports[pid] = true
+	if pid != 0 && s.claimPort(pid) {
 		return pid
 	}
-	for s.ports[s.rover] || s.rover == 0 {
-		s.rover--
+	for {
+		p := s.rover.Add(^uint32(0)) + 1 // the value before the decrement
+		if p != 0 && s.claimPort(p) {
+			return p
+		}
 	}
-	p := s.rover
-	s.rover--
-	s.ports[p] = true
-	return p
+}
+
+// claimPort marks port id p in use unless it already is.
+func (s *Server) claimPort(p uint32) bool {
+	sh := s.shardOf(p)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.ports[p] {
+		return false
+	}
+	sh.ports[p] = true
+	return true
 }
 
 func (s *Server) releasePort(p uint32) {
-	s.portMu.Lock()
-	delete(s.ports, p)
-	s.portMu.Unlock()
+	sh := s.shardOf(p)
+	sh.mu.Lock()
+	delete(sh.ports, p)
+	sh.mu.Unlock()
 }
 
 // Options are the socket options of a new client connection.
@@ -162,9 +201,7 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.shut.Load() {
 		s.detach(ns)
 		return nil, net.ErrClosed
 	}
@@ -179,7 +216,22 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 	if groups != 0 {
 		c.bind(groups)
 	}
-	s.conns[c] = struct{}{}
+	// Close sets shut before it collects the shards: a socket registered
+	// before that is collected and closed by it, one registering after
+	// sees shut under the shard's lock and is refused.
+	sh := s.shardOf(c.portid)
+	sh.mu.Lock()
+	if s.shut.Load() {
+		sh.mu.Unlock()
+		if groups != 0 {
+			ns.SetGroups(c, 0)
+		}
+		s.releasePort(c.portid)
+		s.detach(ns)
+		return nil, net.ErrClosed
+	}
+	sh.conns[c] = struct{}{}
+	sh.mu.Unlock()
 	return c, nil
 }
 
@@ -187,13 +239,12 @@ func (s *Server) open(name string, pid, opts, groups uint32) (*conn, error) {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	s.shut.Store(true)
 	ls := s.listeners
 	s.listeners = nil
-	cs := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		cs = append(cs, c)
-	}
 	s.mu.Unlock()
+	var cs []*conn
+	s.eachConn(func(c *conn) { cs = append(cs, c) })
 	for _, l := range ls {
 		l.Close()
 	}
@@ -255,6 +306,16 @@ type tally struct {
 	byErrno   [136]uint64
 }
 
+func (t *tally) addTally(u *tally) {
+	t.datagrams += u.datagrams
+	for i := range t.byType {
+		t.byType[i] += u.byType[i]
+	}
+	for i := range t.byErrno {
+		t.byErrno[i] += u.byErrno[i]
+	}
+}
+
 func (t *tally) add(c *counts) {
 	t.datagrams += c.datagrams.Load()
 	for i := range t.byType {
@@ -266,26 +327,57 @@ func (t *tally) add(c *counts) {
 }
 
 // retire removes a closing socket from the server and adds its counts to
-// the closed sockets' total, in one step under s.mu so that totals never
-// counts a socket twice or not at all.
+// the closed sockets' total, in one step under its shard's lock so that
+// totals never counts a socket twice or not at all.
 func (s *Server) retire(c *conn) {
-	s.mu.Lock()
-	if _, ok := s.conns[c]; ok {
-		delete(s.conns, c)
-		s.closedStats.add(&c.st)
+	sh := s.shardOf(c.portid)
+	sh.mu.Lock()
+	if _, ok := sh.conns[c]; ok {
+		delete(sh.conns, c)
+		sh.closedStats.add(&c.st)
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	s.detach(c.ns) // an ephemeral namespace goes with its last socket
 }
 
 // totals returns the counts of every socket, open or closed. It takes no
-// socket's lock.
+// socket's lock; each shard's is held while its sockets are added, so a
+// socket retiring meanwhile is counted once, open or closed.
 func (s *Server) totals() tally {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.closedStats
-	for c := range s.conns {
-		t.add(&c.st)
+	var t tally
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		t.addTally(&sh.closedStats)
+		for c := range sh.conns {
+			t.add(&c.st)
+		}
+		sh.mu.Unlock()
 	}
 	return t
+}
+
+// eachConn calls f for every open socket, one shard at a time, with that
+// shard's lock held: f must not open or close a socket.
+func (s *Server) eachConn(f func(*conn)) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for c := range sh.conns {
+			f(c)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// connCount is the number of open sockets.
+func (s *Server) connCount() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.conns)
+		sh.mu.Unlock()
+	}
+	return n
 }

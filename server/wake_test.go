@@ -45,12 +45,8 @@ func TestUnixRequestsWakeNoOtherThread(t *testing.T) {
 			t.Fatalf("request %d: %v", i, a)
 		}
 	}
-	srv.mu.Lock()
 	var q *queue
-	for cn := range srv.conns {
-		q = cn.q
-	}
-	srv.mu.Unlock()
+	srv.eachConn(func(cn *conn) { q = cn.q })
 	if q == nil {
 		t.Fatal("no connection")
 	}
