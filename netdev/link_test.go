@@ -523,3 +523,48 @@ func TestNewLinkUnknownMasterCreatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestQuirkDummyMTUBelowMinimumsDropsInetState: a dummy has no MTU limits
+// (dummy_setup()), so like lo it can go below 68, where
+// inetdev_event(NETDEV_CHANGEMTU) destroys its in_device, and below 1280,
+// where addrconf_ifdown(dev, true) destroys its inet6_dev (lo alone keeps
+// it). Above the minimums each comes back as a new one from the
+// namespace's defaults: addrgenmode eui64 again, mtu6 the device's. The
+// kernel here has no dummy module; veth and bridge refuse MTUs below 68
+// (link_mtu_inet6_dev.batch checks the IPv6 half on a veth).
+func TestQuirkDummyMTUBelowMinimumsDropsInetState(t *testing.T) {
+	d := New()
+	if _, err := d.Create(KindDummy, conf("dm0", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Set(2, &rtnl.LinkConf{Index: 2, HasAddrGenMode: true, AddrGenMode: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Set(2, &rtnl.LinkConf{Index: 2, HasMTU: true, MTU: 60}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := d.ByIndex(2)
+	if l.Inet4Conf != nil || l.Inet6.Conf != nil {
+		t.Errorf("dummy at mtu 60: in_device %v inet6_dev %v, want neither", l.Inet4Conf != nil, l.Inet6.Conf != nil)
+	}
+	if _, ok := d.Inet4Conf(2); ok {
+		t.Errorf("Inet4Conf reports a dummy without in_device")
+	}
+	if _, err := d.Set(2, &rtnl.LinkConf{Index: 2, HasAddrGenMode: true, AddrGenMode: 0}); err == nil || err.Errno != syscall.EAFNOSUPPORT {
+		t.Errorf("addrgenmode without inet6_dev: %v, want EAFNOSUPPORT", err)
+	}
+	if _, err := d.Set(2, &rtnl.LinkConf{Index: 2, HasMTU: true, MTU: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = d.ByIndex(2)
+	if d := cmp.Diff(inet4AllDefaults, l.Inet4Conf); d != "" || l.Inet6.Conf != nil {
+		t.Errorf("dummy at mtu 1000: in_device not the defaults (%s) or inet6_dev %v", d, l.Inet6.Conf != nil)
+	}
+	if _, err := d.Set(2, &rtnl.LinkConf{Index: 2, HasMTU: true, MTU: 1400}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = d.ByIndex(2)
+	if l.Inet6.Conf == nil || l.Inet6.AddrGenMode != 0 || l.Inet6.Conf[v6MTU6] != 1400 || l.Inet6.Conf[v6AcceptDAD] != -1 {
+		t.Errorf("dummy at mtu 1400: inet6_dev %+v, want a new one (addrgenmode 0, mtu6 1400, accept_dad -1 for NOARP)", l.Inet6)
+	}
+}

@@ -461,16 +461,29 @@ func (ns *Namespace) modifyAddr6(old netdev.Addr, q *rtnl.AddrMsg, flags, valid,
 	}
 	hadRoute := old.Flags&netdev.IFA_F_NOPREFIXROUTE == 0
 	wantRoute := n.Flags&netdev.IFA_F_NOPREFIXROUTE == 0
-	if hadRoute && (!wantRoute || old.RtPriority != n.RtPriority) {
-		ns.delPrefixRoute6(old, l)
-	}
-	if wantRoute {
-		// modify_prefix_route(): a prefix route deleted meanwhile (`ip
-		// route flush`) is restored, "prefix route could have been
-		// deleted; if so restore it", with the address's own prefix
-		// length, which a replace does not change; one still there
-		// stays (the insert is EEXIST, silent).
+	switch {
+	case wantRoute && hadRoute:
+		// modify_prefix_route(): the route addrconf_get_prefix_route()
+		// finds (the device's first of the prefix, maybe a hand-made
+		// one) is replaced when its metric is not the address's; none
+		// found ("prefix route could have been deleted; if so restore
+		// it") is added again, with the address's own prefix length.
+		prio := n.RtPriority
+		if prio == 0 {
+			prio = ip6RtPrioAddrconf
+		}
+		r, ok := ns.prefixRoute6(old, l)
+		if ok && r.Priority != prio {
+			ns.delPrefixRoute6(old, l)
+			ok = false
+		}
+		if !ok {
+			ns.addrconfPrefixRoute(n, l)
+		}
+	case wantRoute:
 		ns.addrconfPrefixRoute(n, l)
+	case hadRoute:
+		ns.delPrefixRoute6(old, l)
 	}
 	return nil
 }

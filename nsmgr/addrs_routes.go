@@ -434,14 +434,46 @@ func (ns *Namespace) addrconfPrefixRoute(a netdev.Addr, l netdev.Link) {
 	}
 }
 
-// delPrefixRoute6 is cleanup_prefix_route(): addrconf's prefix route of the
-// address on its device goes.
-func (ns *Namespace) delPrefixRoute6(a netdev.Addr, l netdev.Link) {
-	metric := a.RtPriority
-	if metric == 0 {
-		metric = ip6RtPrioAddrconf
+// prefixRoute6 is addrconf_get_prefix_route(pfx, plen, dev, 0,
+// RTF_DEFAULT, true): the first route of exactly the address's prefix in
+// main (not source-specific, not a nexthop object's) through the device
+// without a gateway, whatever its metric and protocol. nlemu has no
+// RTF_DEFAULT routes (no router advertisements) and skips ECMP sets.
+func (ns *Namespace) prefixRoute6(a netdev.Addr, l netdev.Link) (fib.Route, bool) {
+	v, ok := ns.v6.Snapshot().Table(rtnl.RT_TABLE_MAIN)
+	if !ok {
+		return fib.Route{}, false
 	}
-	ns.magicDel(route6(rtnl.RT_TABLE_MAIN, rtnl.RTN_UNICAST, netip.PrefixFrom(a.Local, int(a.PrefixLen)), metric, l, false))
+	e, ok := v.Get(netip.PrefixFrom(a.Local, int(a.PrefixLen)).Masked())
+	if !ok {
+		return fib.Route{}, false
+	}
+	for r := range e.All() {
+		if r.Src.Bits() > 0 || r.NhID != 0 || len(r.Nexthops) != 1 {
+			continue
+		}
+		if h := r.Nexthops[0]; h.Dev == l.Index && !h.Gateway.IsValid() {
+			return r, true
+		}
+	}
+	return fib.Route{}, false
+}
+
+// delPrefixRoute6 is cleanup_prefix_route(): the route prefixRoute6 finds
+// goes, which need not be the address's own: a route of the prefix through
+// the device added by hand with a lower metric is found first and deleted
+// instead (TestQuirkDelAddr6DeletesFirstPrefixRouteOfDevice).
+func (ns *Namespace) delPrefixRoute6(a netdev.Addr, l netdev.Link) {
+	r, ok := ns.prefixRoute6(a, l)
+	if !ok {
+		return
+	}
+	m := fib.Match{Family: rtnl.AF_INET6, Table: rtnl.RT_TABLE_MAIN, Dst: r.Dst, Protocol: r.Protocol,
+		Priority: r.Priority, Oif: l.Index}
+	ch, err := ns.v6.Delete(m)
+	if err == nil {
+		ns.NotifyRouteEvents(ch)
+	}
 }
 
 // addLocalRoute6 is the local route __ipv6_ifa_notify(RTM_NEWADDR) inserts
