@@ -314,7 +314,23 @@ func (t *Tables) release(a *attrs) {
 // first use. IPv4: fib_table_insert(); IPv6: fib6_add_rt2node(). The
 // caller must hold RTNL for IPv4.
 func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
-	return t.insert(r, nlFlags, false)
+	var c Change
+	err := t.insert(&c, r, nlFlags, false)
+	return c, err
+}
+
+// InsertTo is Insert appending what it did to *c instead of returning a
+// new Change, so that a caller handling one request after another reuses
+// c's slices: the Events slice of a fresh Change was one allocation and a
+// copy of the route per request of hack/routeload.sh's load. Nothing is
+// appended when it fails.
+func (t *Tables) InsertTo(c *Change, r Route, nlFlags uint16) *rtnl.Error {
+	return t.insert(c, r, nlFlags, false)
+}
+
+// InsertMultipathTo is InsertMultipath appending to *c, as InsertTo.
+func (t *Tables) InsertMultipathTo(c *Change, r Route, nlFlags uint16) *rtnl.Error {
+	return t.insert(c, r, nlFlags, true)
 }
 
 // InsertMultipath is Insert for a route that came with RTA_MULTIPATH: IPv6
@@ -322,13 +338,16 @@ func (t *Tables) Insert(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 // one notification follows the adds, starting (for an append) at the
 // sibling set's first hop rather than at the new one.
 func (t *Tables) InsertMultipath(r Route, nlFlags uint16) (Change, *rtnl.Error) {
-	return t.insert(r, nlFlags, true)
+	var c Change
+	err := t.insert(&c, r, nlFlags, true)
+	return c, err
 }
 
-func (t *Tables) insert(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error) {
+// insert is Insert and InsertMultipath, appending to *c.
+func (t *Tables) insert(c *Change, r Route, nlFlags uint16, mp bool) *rtnl.Error {
 	t.assertRTNL()
 	if !t.ofFamily(r.Dst) {
-		return Change{}, rtnl.Errno(syscall.EAFNOSUPPORT)
+		return rtnl.Errno(syscall.EAFNOSUPPORT)
 	}
 	r.Dst = r.Dst.Masked()
 	r.Src = plainSrc(r.Src)
@@ -340,9 +359,9 @@ func (t *Tables) insert(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error) 
 	defer t.mu.Unlock()
 	t.create(r.Table)
 	if t.family == afInet {
-		return t.insert4(r, nlFlags)
+		return t.insert4(c, r, nlFlags)
 	}
-	return t.insert6(r, nlFlags, mp)
+	return t.insert6(c, r, nlFlags, mp)
 }
 
 // plainSrc canonicalizes an IPv6 source prefix: masked, and "from ::/0"

@@ -40,15 +40,16 @@ func findAlias4(s []*attrs, id uint32, tos uint8, prio uint32) (int, bool) {
 	return i, false
 }
 
-// insert4 is fib_table_insert() on the leaf of r.Dst (mu held).
-func (t *Tables) insert4(r Route, nlFlags uint16) (Change, *rtnl.Error) {
+// insert4 is fib_table_insert() on the leaf of r.Dst (mu held), appending
+// the change to *c.
+func (t *Tables) insert4(c *Change, r Route, nlFlags uint16) *rtnl.Error {
 	s := t.getLeaf(r.Table, r.Dst).slice()
 	fa, found := findAlias4(s, r.Table, r.Tos, r.Priority)
 	notify := uint16(rtnl.NLM_F_EXCL)
 	pos := fa
 	if found && s[fa].r.Tos == r.Tos && s[fa].r.Priority == r.Priority {
 		if nlFlags&rtnl.NLM_F_EXCL != 0 {
-			return Change{}, rtnl.Errno(syscall.EEXIST)
+			return rtnl.Errno(syscall.EEXIST)
 		}
 		notify &^= rtnl.NLM_F_EXCL
 		first, match := fa, -1
@@ -68,23 +69,22 @@ func (t *Tables) insert4(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 				if match == first {
 					// Replacing a route with itself: success, nothing
 					// changes and nothing is notified.
-					return Change{}, nil
+					return nil
 				}
-				return Change{}, rtnl.Errno(syscall.EEXIST)
+				return rtnl.Errno(syscall.EEXIST)
 			}
 			old := s[first]
 			s[first] = t.intern(r)
 			t.setLeaf(r.Table, r.Dst, s)
-			var c Change
 			c.add(rtnl.RTM_NEWROUTE, notify|rtnl.NLM_F_REPLACE, r)
 			old0 := old.r
 			old0.Dst = r.Dst
 			c.Replaced = append(c.Replaced, old0)
 			t.release(old)
-			return c, nil
+			return nil
 		}
 		if match >= 0 {
-			return Change{}, rtnl.Errno(syscall.EEXIST)
+			return rtnl.Errno(syscall.EEXIST)
 		}
 		if nlFlags&rtnl.NLM_F_APPEND != 0 {
 			notify |= rtnl.NLM_F_APPEND
@@ -94,7 +94,7 @@ func (t *Tables) insert4(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 		}
 	}
 	if nlFlags&rtnl.NLM_F_CREATE == 0 {
-		return Change{}, rtnl.Errno(syscall.ENOENT)
+		return rtnl.Errno(syscall.ENOENT)
 	}
 	notify |= rtnl.NLM_F_CREATE
 	s = append(s, nil)
@@ -102,9 +102,8 @@ func (t *Tables) insert4(r Route, nlFlags uint16) (Change, *rtnl.Error) {
 	s[pos] = t.intern(r)
 	t.setLeaf(r.Table, r.Dst, s)
 	t.routes.Add(1)
-	var c Change
 	c.add(rtnl.RTM_NEWROUTE, notify, r)
-	return c, nil
+	return nil
 }
 
 // nhMatch4 mirrors fib_nh_match(): whether the request's nexthop fields

@@ -87,9 +87,10 @@ func rotate(r Route, k int) Route {
 // ip6_route_multipath_add() does, with one notification at the end, and
 // the hops already added removed again when one fails. Two equal hops in
 // the request fail before anything is added (ip6_route_info_append()).
-func (t *Tables) insert6(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error) {
+// The change is appended to *c.
+func (t *Tables) insert6(c *Change, r Route, nlFlags uint16, mp bool) *rtnl.Error {
 	if len(r.Nexthops) <= 1 && !mp {
-		return t.add6(r, nlFlags, true)
+		return t.add6(c, r, nlFlags)
 	}
 	replace := nlFlags&rtnl.NLM_F_REPLACE != 0
 	notify := uint16(rtnl.NLM_F_CREATE)
@@ -102,17 +103,16 @@ func (t *Tables) insert6(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error)
 	for i := range r.Nexthops {
 		for j := range i {
 			if r.Nexthops[i].Dev == r.Nexthops[j].Dev && r.Nexthops[i].Gateway == r.Nexthops[j].Gateway && r.Nexthops[i].Encap == r.Nexthops[j].Encap {
-				return Change{}, rtnl.Errno(syscall.EEXIST)
+				return rtnl.Errno(syscall.EEXIST)
 			}
 		}
 	}
-	var c Change
 	var done []Route
 	flags := nlFlags
 	for i := range r.Nexthops {
 		one := r
 		one.Nexthops = r.Nexthops[i : i+1]
-		if _, err := t.add6(one, flags, false); err != nil {
+		if err := t.add6(nil, one, flags); err != nil {
 			// Linux 6.18 removes the hops already added and notifies
 			// nothing, neither their add nor their removal (measured:
 			// "prepend nexthop via A nexthop via B" over an existing
@@ -121,7 +121,7 @@ func (t *Tables) insert6(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error)
 				t.delete6(Match{Family: afInet6, Table: d.Table, Dst: d.Dst, Src: d.Src,
 					Priority: d.Priority, Oif: d.Nexthops[0].Dev, Gateway: d.Nexthops[0].Gateway})
 			}
-			return Change{}, err
+			return err
 		}
 		done = append(done, one)
 		// After the first hop a collision has already failed it, and a
@@ -143,7 +143,7 @@ func (t *Tables) insert6(r Route, nlFlags uint16, mp bool) (Change, *rtnl.Error)
 		}
 		c.add(rtnl.RTM_NEWROUTE, notify, e)
 	}
-	return c, nil
+	return nil
 }
 
 // entryOf returns the stored entry holding r's first hop, its hops in the
@@ -161,9 +161,11 @@ func (t *Tables) entryOf(r Route) (Route, bool) {
 	return Route{}, false
 }
 
-// add6 is fib6_add_rt2node() for a single-hop (or hopless) route. notify
-// false skips the notification (a multipath add sends one at the end).
-func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error) {
+// add6 is fib6_add_rt2node() for a single-hop (or hopless) route,
+// appending the change to *c; c nil skips the notification and the
+// replaced route (a multipath add sends one notification at the end).
+func (t *Tables) add6(c *Change, r Route, nlFlags uint16) *rtnl.Error {
+	notify := c != nil
 	s := t.getLeaf(r.Table, r.Dst).slice()
 	lo, hi := group6(s, r.Src)
 	replace := nlFlags&rtnl.NLM_F_REPLACE != 0
@@ -177,7 +179,7 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 		e := &s[i].r
 		if e.Priority == r.Priority {
 			if nlFlags&rtnl.NLM_F_EXCL != 0 {
-				return Change{}, rtnl.Errno(syscall.EEXIST)
+				return rtnl.Errno(syscall.EEXIST)
 			}
 			nl &^= rtnl.NLM_F_EXCL
 			if replace {
@@ -191,7 +193,7 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 				continue
 			}
 			if dupHop6(e, &r) {
-				return Change{}, rtnl.Errno(syscall.EEXIST)
+				return rtnl.Errno(syscall.EEXIST)
 			}
 			if canECMP && ecmp6(e) && sibling < 0 {
 				sibling = i
@@ -205,7 +207,6 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 	if replace && found < 0 && fallback >= 0 {
 		found = fallback
 	}
-	var c Change
 	if !replace || found < 0 {
 		if replace && nlFlags&rtnl.NLM_F_CREATE == 0 {
 			// fib6_add_1() says so only when it finds no node for the
@@ -214,9 +215,9 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 			// fib6_add_rt2node(), whose ENOENT has no message.
 			plain := !r.Src.IsValid() || r.Src.Bits() == 0
 			if lo < hi || plain && (len(s) > 0 || r.Dst.Bits() == 0) {
-				return Change{}, rtnl.Errno(syscall.ENOENT)
+				return rtnl.Errno(syscall.ENOENT)
 			}
-			return Change{}, rtnl.Errorf(syscall.ENOENT, "Can not replace route - no match found")
+			return rtnl.Errorf(syscall.ENOENT, "Can not replace route - no match found")
 		}
 		nl |= rtnl.NLM_F_CREATE
 		if sibling >= 0 {
@@ -230,7 +231,7 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 				n.Dst = r.Dst
 				c.add(rtnl.RTM_NEWROUTE, nl, rotate(n, len(n.Nexthops)-1))
 			}
-			return c, nil
+			return nil
 		}
 		s = slices.Insert(s, ins, t.intern(r))
 		t.setLeaf(r.Table, r.Dst, s)
@@ -238,19 +239,19 @@ func (t *Tables) add6(r Route, nlFlags uint16, notify bool) (Change, *rtnl.Error
 		if notify {
 			c.add(rtnl.RTM_NEWROUTE, nl, r)
 		}
-		return c, nil
+		return nil
 	}
 	old := s[found]
 	s[found] = t.intern(r)
 	t.setLeaf(r.Table, r.Dst, s)
-	od := old.r
-	od.Dst = r.Dst
-	c.Replaced = append(c.Replaced, od)
-	t.release(old)
 	if notify {
+		od := old.r
+		od.Dst = r.Dst
+		c.Replaced = append(c.Replaced, od)
 		c.add(rtnl.RTM_NEWROUTE, rtnl.NLM_F_REPLACE, r)
 	}
-	return c, nil
+	t.release(old)
+	return nil
 }
 
 // delete6 is ip6_route_del(): the first route of the exact dst (and src)

@@ -60,8 +60,27 @@ func (ns *Namespace) routeFIB(family uint8) *fib.FIB {
 	return ns.fib4
 }
 
-// routeMsgPool holds the decoded requests changeRoute reuses.
-var routeMsgPool = sync.Pool{New: func() any { return new(rtnl.RouteMsg) }}
+// routeScratch is what changeRoute reuses from one request to the next:
+// the decoded request and the change's notifications.
+type routeScratch struct {
+	msg rtnl.RouteMsg
+	ch  fib.Change
+}
+
+// routeScratchPool holds the scratch changeRoute reuses.
+var routeScratchPool = sync.Pool{New: func() any { return new(routeScratch) }}
+
+// release empties sc's change for the next request, keeping its slices
+// (the routes it held cleared, so that they are not kept alive), and
+// returns sc to the pool.
+func (sc *routeScratch) release() {
+	ch := &sc.ch
+	clear(ch.Events)
+	clear(ch.Replaced)
+	clear(ch.Silent)
+	ch.Events, ch.Replaced, ch.Silent = ch.Events[:0], ch.Replaced[:0], ch.Silent[:0]
+	routeScratchPool.Put(sc)
+}
 
 // changeRoute is inet_rtm_newroute() / inet_rtm_delroute() /
 // inet6_rtm_newroute() / inet6_rtm_delroute() up to the notification.
@@ -71,9 +90,11 @@ func (ns *Namespace) changeRoute(req *Request) *rtnl.Error {
 	// The decoded request is a 460-byte struct: a fresh one per request
 	// was a quarter of hack/routeload.sh's allocated bytes. Nothing keeps
 	// it past the handler (fib interns copies of what it stores, the
-	// notifications are encoded before the return), so it is reused.
-	rm := routeMsgPool.Get().(*rtnl.RouteMsg)
-	defer routeMsgPool.Put(rm)
+	// notifications are encoded before the return), so it is reused, and
+	// so is the slice of the insert's notifications (fib.InsertTo).
+	sc := routeScratchPool.Get().(*routeScratch)
+	defer sc.release()
+	rm := &sc.msg
 	*rm = rtnl.RouteMsg{}
 	if err := rm.DecodeRequest(m); err != nil {
 		return err
@@ -85,14 +106,14 @@ func (ns *Namespace) changeRoute(req *Request) *rtnl.Error {
 	}
 	c, err := fib.Parse(rm, typ, nlFlags)
 	if err == nil {
-		var ch fib.Change
+		ch := &sc.ch
 		if typ == rtnl.RTM_NEWROUTE {
-			ch, err = ns.newRoute(&c)
+			err = ns.newRoute(&c, ch)
 			if err == nil && rm.Family == rtnl.AF_INET6 && rm.Has(rtnl.RTA_MULTIPATH) {
 				multipathAddFlags(m)
 			}
 		} else {
-			ch, err = ns.delRoute(&c)
+			*ch, err = ns.delRoute(&c)
 		}
 		ns.notifyRoutes(req, ch)
 	}
@@ -120,18 +141,18 @@ func multipathAddFlags(m *rtnl.Message) {
 
 // newRoute creates the table (fib_new_table() / fib6_new_table(): even a
 // request that fails later leaves it behind [ROUTES-SPEC E19]), builds the
-// route against the devices and inserts it.
-func (ns *Namespace) newRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
+// route against the devices and inserts it, appending the change to *ch.
+func (ns *Namespace) newRoute(c *fib.Config, ch *fib.Change) *rtnl.Error {
 	if err := ns.checkRouteAdd(); err != nil {
-		return fib.Change{}, err
+		return err
 	}
 	t := ns.routeTables(c.Family)
 	if err := t.Create(c.Table); err != nil {
-		return fib.Change{}, rtnl.Errno(syscall.ENOBUFS)
+		return rtnl.Errno(syscall.ENOBUFS)
 	}
 	r, err := c.Build(fib.Env{Devs: routeDevices{ns}, FIB: ns.routeFIB(c.Family), FIB6: ns.fib6})
 	if err != nil {
-		return fib.Change{}, err
+		return err
 	}
 	if r.Expires != 0 {
 		// The route keeps its deadline (fib6_set_expires()); dumps and
@@ -139,9 +160,13 @@ func (ns *Namespace) newRoute(c *fib.Config) (fib.Change, *rtnl.Error) {
 		r.Expires = routeClock() + r.Expires*100
 	}
 	if c.Family == rtnl.AF_INET6 && c.Msg.Has(rtnl.RTA_MULTIPATH) {
-		return t.InsertMultipath(r, c.NlFlags)
+		return t.InsertMultipathTo(ch, r, c.NlFlags)
 	}
-	return t.Insert(r, c.NlFlags)
+	err = t.InsertTo(ch, r, c.NlFlags)
+	if c.Family == rtnl.AF_INET6 && (r.Expires != 0 || err != nil) {
+		ns.expires6(r, c.NlFlags, err) // route_gc6.go
+	}
+	return err
 }
 
 // routeEpoch is the origin of routeClock.
@@ -233,7 +258,7 @@ func routeGroup(family uint8) uint32 {
 // notifyRoutes sends ch's notifications (rtmsg_fib(), inet6_rt_notify()):
 // nlmsg_pid and seq of the request, to the family's group and, with
 // NLM_F_ECHO, to the requester too (nlmsg_notify() / rtnl_notify()).
-func (ns *Namespace) notifyRoutes(req *Request, ch fib.Change) {
+func (ns *Namespace) notifyRoutes(req *Request, ch *fib.Change) {
 	if len(ch.Events) == 0 {
 		return
 	}
