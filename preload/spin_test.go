@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,12 +31,15 @@ import (
 // MODE blocking: a blocking socket, send then recv; nonblock: a
 // SOCK_NONBLOCK socket, send, poll, recv; fcntl: a blocking socket made
 // O_NONBLOCK with fcntl, send, a recv that must fail with EAGAIN (the reply
-// is delayed), poll, recv.
+// is delayed), poll, recv. SPINCLIENT_CPU=C pins the client to CPU C after
+// the shim's constructor ran; the last line ends with the client's CPUs
+// at its end ("cpus 0 1").
 const spinClientSrc = `
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +50,13 @@ int main(int argc, char **argv)
 {
 	const char *mode = argv[1];
 	int n = atoi(argv[2]);
+	const char *pin = getenv("SPINCLIENT_CPU"); /* after the shim's constructor */
+	if (pin && *pin) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(atoi(pin), &one);
+		if (sched_setaffinity(0, sizeof(one), &one) != 0) { perror("sched_setaffinity"); return 1; }
+	}
 	int type = SOCK_RAW;
 	if (!strcmp(mode, "nonblock"))
 		type |= SOCK_NONBLOCK;
@@ -72,7 +83,13 @@ int main(int argc, char **argv)
 	uint32_t st[3] = {0};
 	socklen_t l = sizeof(st);
 	if (getsockopt(fd, SOL_NETLINK, 0xFE02, st, &l) < 0) { perror("getsockopt"); return 1; }
-	printf("hits %u misses %u skips %u\n", st[0], st[1], st[2]);
+	printf("hits %u misses %u skips %u cpus", st[0], st[1], st[2]);
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				printf(" %d", c);
+	printf("\n");
 	return 0;
 }
 `
@@ -108,6 +125,10 @@ type fakeServer struct {
 	delay time.Duration
 	opts  atomic.Uint32
 	done  chan error
+	// poll is the HELLO answer's third word (server/loop.go, pollWord).
+	poll uint32
+	// cpus is the client's affinity at its end (runSpinClient).
+	cpus []string
 }
 
 func startFakeServer(t *testing.T, delay time.Duration) *fakeServer {
@@ -148,9 +169,10 @@ func (f *fakeServer) serve(l *net.UnixListener) error {
 		return fmt.Errorf("first datagram is not a HELLO: % x", buf[:n])
 	}
 	f.opts.Store(ne.Uint32(buf[16+8:]))
-	var p [8]byte
+	var p [12]byte
 	ne.PutUint32(p[0:], 1)
 	ne.PutUint32(p[4:], 1)
+	ne.PutUint32(p[8:], f.poll) // the poll word (server/loop.go, pollWord)
 	if _, err := c.Write(nlmsg(0xFE00, 0, 0, p[:])); err != nil {
 		return err
 	}
@@ -202,6 +224,9 @@ func runSpinClient(t *testing.T, f *fakeServer, client, lib, mode string, n int,
 		t.Errorf("replies (-want +got):\n%s", d)
 	}
 	var s spinStats
+	if _, c, ok := strings.Cut(lines[len(lines)-1], " cpus"); ok {
+		f.cpus = strings.Fields(c)
+	}
 	if _, err := fmt.Sscanf(lines[len(lines)-1], "hits %d misses %d skips %d", &s.Hits, &s.Misses, &s.Skips); err != nil {
 		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
 	}
@@ -312,5 +337,70 @@ func TestShimSpinOff(t *testing.T) {
 				t.Errorf("HELLO options %#x: SPIN bit %v, want %v", f.opts.Load(), bit, tc.wantSpin)
 			}
 		})
+	}
+}
+
+// TestShimSpinsForPollingServerOffItsCPU: told in the HELLO answer that
+// the server polls on CPU p (1<<31 | p), the shim spins for its replies
+// whatever the running count says (no NLEMU_SPIN_ALWAYS here), but only
+// when it runs on another CPU than p: a client on the poller's CPU would
+// hold the CPU the poller needs. A server that does not poll (word 0)
+// leaves the choice to the running count, as before. NLEMU_POLL_AVOID=0
+// keeps the client where it is pinned.
+func TestShimSpinsForPollingServerOffItsCPU(t *testing.T) {
+	client, lib := buildSpinClient(t)
+	n, first := cpusAllowed(t)
+	if n < 2 {
+		t.Skipf("%d CPU: the shim never spins there (TestShimSpinOff)", n)
+	}
+	const waits = 50
+	for _, tc := range []struct {
+		name     string
+		poll     uint32
+		wantSpin bool
+	}{
+		{"polls on another CPU", 1<<31 | uint32(first+1), true},
+		{"polls on the client's CPU", 1<<31 | uint32(first), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startFakeServer(t, 0)
+			f.poll = tc.poll
+			// Pinned by the client itself, after the shim's constructor
+			// saw two CPUs (pinned before, the shim would not spin at all).
+			got := runSpinClient(t, f, client, lib, "blocking", waits, -1, "NLEMU_SPIN_US=10000", "NLEMU_SPIN_ALWAYS=", "NLEMU_POLL_AVOID=0", fmt.Sprintf("SPINCLIENT_CPU=%d", first))
+			if spun := got.Hits+got.Misses > 0; spun != tc.wantSpin {
+				t.Errorf("%+v: spun %v, want %v", got, spun, tc.wantSpin)
+			}
+			if tc.wantSpin && got.Skips != 0 && got.Misses == 0 {
+				t.Errorf("%+v: skipped waits without a miss (the running count was asked)", got)
+			}
+		})
+	}
+}
+
+// TestShimLeavesPollerCPU: told that the server polls on CPU p, a client
+// whose affinity includes p leaves it (sched_setaffinity to the others)
+// and then spins on every wait; with NLEMU_POLL_AVOID=0 it stays.
+func TestShimLeavesPollerCPU(t *testing.T) {
+	client, lib := buildSpinClient(t)
+	n, first := cpusAllowed(t)
+	if n < 2 {
+		t.Skipf("%d CPU: nothing to leave for", n)
+	}
+	f := startFakeServer(t, 0)
+	f.poll = 1<<31 | uint32(first)
+	const waits = 20
+	got := runSpinClient(t, f, client, lib, "blocking", waits, -1, "NLEMU_SPIN_US=10000", "NLEMU_SPIN_ALWAYS=")
+	if got.Hits+got.Misses == 0 || got.Skips != 0 && got.Misses == 0 {
+		t.Errorf("%+v: want a spin on every wait off the poller's CPU", got)
+	}
+	if want := n - 1; len(f.cpus) != want || slices.Contains(f.cpus, fmt.Sprint(first)) {
+		t.Errorf("client's CPUs at its end %v: want %d, without the poller's %d", f.cpus, want, first)
+	}
+	f = startFakeServer(t, 0)
+	f.poll = 1<<31 | uint32(first)
+	runSpinClient(t, f, client, lib, "blocking", waits, -1, "NLEMU_SPIN_US=10000", "NLEMU_POLL_AVOID=0")
+	if len(f.cpus) != n {
+		t.Errorf("NLEMU_POLL_AVOID=0: client's CPUs at its end %v, want all %d", f.cpus, n)
 	}
 }

@@ -433,9 +433,12 @@ func (h *handshake) run(hello []byte, truncated bool) {
 	if h.cred.ok {
 		c.setUID(h.cred.Uid)
 	}
-	var p [8]byte
+	// The third word says whether a loop polls, and on which CPU
+	// (loop.go, pollWord): older clients read the first two.
+	var p [12]byte
 	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)
+	ne.PutUint32(p[8:], pollWord())
 	if err := sendNow(h.fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p[:])); err != nil {
 		c.close()
 		h.close()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -121,8 +122,18 @@ func startLoops() ([]*evloop, error) {
 		var cpus []int
 		if sched != LoopSchedOff {
 			cpus = loopCPUs()
+			if sched == LoopSchedPoll && (len(cpus) < 2 || !mayFIFO()) {
+				// A poller without real-time priority would share its
+				// CPU with the clients it waits for; on one CPU it
+				// would only delay them.
+				sched = LoopSchedPin
+			}
 			if len(cpus) == 0 {
 				sched = LoopSchedOff
+			} else if sched == LoopSchedPoll {
+				// One poller, on the last CPU, holding every connection.
+				cpus = cpus[len(cpus)-1:]
+				n = 1
 			} else if os.Getenv("NLEMU_LOOPS") == "" {
 				// One loop per CPU: each client's CPU has its loop.
 				n = len(cpus)
@@ -135,7 +146,10 @@ func startLoops() ([]*evloop, error) {
 				return
 			}
 			l := &evloop{epfd: fd, cpu: -1, sched: sched}
-			if cpus != nil {
+			if sched == LoopSchedPoll {
+				l.cpu = cpus[0]
+				pollerCPU.Store(int32(l.cpu))
+			} else if cpus != nil {
 				l.cpu = cpus[i%len(cpus)]
 				if loopOfCPU == nil {
 					loopOfCPU = map[int]*evloop{}
@@ -259,9 +273,17 @@ func (l *evloop) run(started chan<- LoopSched) {
 	// The loop keeps one OS thread, so that the client's send wakes a
 	// thread that is already the one to run (no goroutine hand-off).
 	runtime.LockOSThread()
-	started <- setThreadSched(l.sched, l.cpu)
+	got := setThreadSched(l.sched, l.cpu)
+	if l.sched == LoopSchedPoll && got != LoopSchedPoll {
+		pollerCPU.Store(-1)
+	}
+	l.sched = got
+	started <- got
 	buf := make([]byte, maxDatagram)
 	events := make([]unix.EpollEvent, loopEvents)
+	if got == LoopSchedPoll {
+		l.runPoll(buf, events)
+	}
 	for {
 		// Blocking, through syscall.Syscall6 (unix.EpollWait), so that the
 		// runtime can hand off the P while the thread sleeps: a raw
@@ -318,6 +340,11 @@ func (l *evloop) serveOne(lc *loopConn, buf []byte) {
 		go lc.finish()
 		return
 	}
+	if l.sched == LoopSchedPoll {
+		// The poller serves a lone client too: a busy reader would be
+		// a second spinner.
+		return
+	}
 	if lc.t.alone && lc.t.tryBusy() {
 		l.remove(lc)
 		go lc.runBusy()
@@ -327,6 +354,100 @@ func (l *evloop) serveOne(lc *loopConn, buf []byte) {
 		l.rehome(lc)
 	}
 }
+
+// pollerCPU is the CPU the polling loop owns (LoopSchedPoll), -1 when no
+// loop polls; told to clients in the HELLO answer (pollWord).
+var pollerCPU = func() *atomic.Int32 {
+	var v atomic.Int32
+	v.Store(-1)
+	return &v
+}()
+
+// pollIdle is how long the poller polls without a request before it
+// blocks in epoll_wait again (NLEMU_POLL_US, microseconds, 1 to 100,000).
+var pollIdle = func() time.Duration {
+	if v, err := strconv.Atoi(os.Getenv("NLEMU_POLL_US")); err == nil && v >= 1 && v <= 100000 {
+		return time.Duration(v) * time.Microsecond
+	}
+	return defaultPollIdle
+}()
+
+// defaultPollIdle: long enough to cover a client's own work between two
+// requests and a switch between two clients on the other CPU, short
+// enough that an idle server burns nothing noticeable.
+const defaultPollIdle = 200 * time.Microsecond
+
+// Poll counters (for tests): the empty polls, and the times the poller
+// went back to blocking.
+var (
+	pollEmpty  atomic.Uint64
+	pollBlocks atomic.Uint64
+)
+
+// pollWord is the HELLO answer's third word: 1<<31 | the poller's CPU
+// when a loop polls (the shim then spins for its replies whenever it runs
+// on another CPU), 0 otherwise. It starts the loops if they are not yet.
+func pollWord() uint32 {
+	if _, err := startLoops(); err != nil {
+		return 0
+	}
+	if c := pollerCPU.Load(); c >= 0 {
+		return 1<<31 | uint32(c)
+	}
+	return 0
+}
+
+// runPoll is the polling loop (LoopSchedPoll): while requests keep
+// coming it never sleeps, so that a client's request is read within a
+// poll's time, with no wake-up on either side (the client spins for its
+// reply on another CPU, docs/PROTOCOL.md "Polled server CPU"); after
+// pollIdle without one it blocks as the other loops do. Level-triggered
+// epoll reports a connection that stays ready again at the tail of its
+// ready list, and each round reads one datagram per ready connection:
+// round robin between the clients.
+func (l *evloop) runPoll(buf []byte, events []unix.EpollEvent) {
+	idle := pollIdle.Nanoseconds()
+	polling := false
+	var last int64 // nanotime of the last request, while polling
+	empty := 0
+	for {
+		timeout := -1
+		if polling {
+			timeout = 0
+		}
+		n, err := unix.EpollWait(l.epfd, events, timeout)
+		if err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			panic("nlemu: epoll_wait: " + err.Error())
+		}
+		if n == 0 {
+			pollEmpty.Add(1)
+			// The clock is read every 16 empty polls only: a vDSO call,
+			// but the poll itself is not much more.
+			if empty++; empty&15 == 0 && nanotime()-last > idle {
+				polling = false
+				pollBlocks.Add(1)
+			}
+			continue
+		}
+		for i := range n {
+			lc := l.lookup(events[i].Fd, uint32(events[i].Pad))
+			if lc == nil {
+				continue
+			}
+			l.serveOne(lc, buf)
+		}
+		polling, empty = true, 0
+		last = nanotime()
+	}
+}
+
+// nanotime is the monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(monoStart)) }
+
+var monoStart = time.Now()
 
 // rehomeEvery is how many requests a pinned loop answers for a connection
 // between two looks at its client's CPU.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,15 +46,23 @@ const (
 	// LoopSchedOff leaves the loop threads unpinned at the process's
 	// priority, connections placed on the least-loaded loop.
 	LoopSchedOff LoopSched = "off"
+	// LoopSchedPoll runs one loop, SCHED_FIFO 1 and pinned to the last
+	// CPU the process may use, holding every connection; while requests
+	// keep coming it polls (epoll_wait with timeout 0) instead of
+	// sleeping, and blocks again after pollIdle without one (loop.go,
+	// runPoll). Clients told so in the HELLO answer spin for their
+	// replies on the other CPUs. Without the privilege, or with one CPU,
+	// it falls back to LoopSchedPin.
+	LoopSchedPoll LoopSched = "poll"
 )
 
 // ParseLoopSched parses a --loop-sched value.
 func ParseLoopSched(s string) (LoopSched, error) {
 	switch v := LoopSched(s); v {
-	case LoopSchedAuto, LoopSchedFIFO, LoopSchedNice, LoopSchedPin, LoopSchedOff:
+	case LoopSchedAuto, LoopSchedFIFO, LoopSchedNice, LoopSchedPin, LoopSchedOff, LoopSchedPoll:
 		return v, nil
 	}
-	return "", fmt.Errorf("loop scheduling %q: want auto, fifo, nice, pin or off", s)
+	return "", fmt.Errorf("loop scheduling %q: want auto, poll, fifo, nice, pin or off", s)
 }
 
 var (
@@ -143,6 +152,13 @@ func setThreadSched(m LoopSched, cpu int) LoopSched {
 			return LoopSchedOff
 		}
 	}
+	if m == LoopSchedPoll {
+		a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+		if unix.SchedSetAttr(0, &a, 0) == nil {
+			return m
+		}
+		return LoopSchedPin
+	}
 	if m == LoopSchedFIFO {
 		a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 		if unix.SchedSetAttr(0, &a, 0) == nil {
@@ -229,6 +245,8 @@ func statCPU(b []byte) int {
 // schedRank orders the modes by what they give the loops.
 func schedRank(m LoopSched) int {
 	switch m {
+	case LoopSchedPoll:
+		return 4
 	case LoopSchedFIFO:
 		return 3
 	case LoopSchedNice:
@@ -237,4 +255,30 @@ func schedRank(m LoopSched) int {
 		return 1
 	}
 	return 0
+}
+
+// mayFIFO reports whether this process may run a thread SCHED_FIFO: a
+// trial on a locked thread, set back to SCHED_OTHER after (root,
+// CAP_SYS_NICE, RLIMIT_RTPRIO or a cgroup without real-time runtime all
+// answer here, where a capability check would miss some).
+func mayFIFO() bool {
+	ok := make(chan bool)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
+		if unix.SchedSetAttr(0, &a, 0) != nil {
+			ok <- false
+			return
+		}
+		back := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+		if unix.SchedSetAttr(0, &back, 0) != nil {
+			// Still real-time: the thread ends with this goroutine
+			// (exiting locked), it does not go back to the runtime.
+			ok <- true
+			runtime.Goexit()
+		}
+		ok <- true
+	}()
+	return <-ok
 }

@@ -122,7 +122,7 @@ func (u *unixFuzzer) run(t *testing.T, hello, next []byte) {
 		}
 		switch m := msgs[0]; uint16(m.Header.Type) {
 		case rtnl.NLEMU_HELLO:
-			if len(m.Data) != 8 {
+			if len(m.Data) != 12 { // version, port id, poll word (loop.go, pollWord)
 				t.Fatalf("bad HELLO answer %x", d)
 			}
 			if len(next) > 0 {
