@@ -642,3 +642,88 @@ func TestIPv4ReplaceMatchingLaterEntryIsEEXIST(t *testing.T) {
 		t.Errorf("(-kernel +ours):\n%s", d)
 	}
 }
+
+// TestInsertToMatchesInsert: InsertTo, appending to one Change reused
+// from request to request as nsmgr's handler reuses it, reports what
+// Insert reports in a fresh Change (events, their flags and routes, the
+// replaced routes, the error), appends nothing when it fails, and leaves
+// the same table behind; both families, multipath included.
+func TestInsertToMatchesInsert(t *testing.T) {
+	render := func(c *Change) []string {
+		var out []string
+		for _, e := range c.Events {
+			out = append(out, fmt.Sprintf("ev %d %#x %s", e.Type, e.Flags, brief(e.Route)))
+		}
+		for _, r := range c.Replaced {
+			out = append(out, "replaced "+brief(r))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		v6    bool
+		steps []step
+	}{
+		{false, []step{
+			{add: "10.1.0.0/16 dev 3", flags: fAdd},
+			{add: "10.1.0.0/16 dev 3", flags: fAdd}, // EEXIST
+			{add: "10.1.0.0/16 via 10.0.0.2 dev 3", flags: fAppend},
+			{add: "10.1.0.0/16 via 10.0.0.3 dev 3", flags: fPrepend},
+			{add: "10.1.0.0/16 via 10.0.0.4 dev 3", flags: fReplace},
+			{add: "10.1.0.0/16 via 10.0.0.4 dev 3", flags: fReplace}, // itself: nothing
+			{add: "10.2.0.0/16 dev 3", flags: fChange},                // ENOENT
+			{add: "10.3.0.0/24 nexthop via 10.0.0.2 dev 3 nexthop via 10.0.0.3 dev 3", flags: fAdd},
+		}},
+		{true, []step{
+			{add: "2001:db8:f00::/64 via fe80::1 dev 3", flags: fAdd},
+			{add: "2001:db8:f00::/64 via fe80::1 dev 3", flags: fAdd}, // EEXIST
+			{add: "2001:db8:f00::/64 via fe80::2 dev 3", flags: fAppend},
+			{add: "2001:db8:f01::/64 nexthop via fe80::1 dev 3 nexthop via fe80::2 dev 3", flags: fAdd},
+			{add: "2001:db8:f01::/64 nexthop via fe80::3 dev 3 nexthop via fe80::4 dev 3", flags: fAppend},
+			{add: "2001:db8:f01::/64 via fe80::9 dev 3", flags: fReplace},
+			{add: "2001:db8:6::/64 nexthop via 2001:db8::2 dev 3 nexthop via 2001:db8::2 dev 3", flags: fAdd}, // EEXIST
+			{add: "2001:db8:f02::/64 dev 3", flags: fChange},                                                   // ENOENT
+		}},
+	} {
+		fresh, reused := NewIPv4(), NewIPv4()
+		if tc.v6 {
+			fresh, reused = NewIPv6(), NewIPv6()
+		}
+		var c Change
+		for _, s := range tc.steps {
+			r := rt(s.add)
+			mp := len(r.Nexthops) > 1 && tc.v6
+			var want Change
+			var werr *rtnl.Error
+			if mp {
+				want, werr = fresh.InsertMultipath(r, s.flags)
+			} else {
+				want, werr = fresh.Insert(r, s.flags)
+			}
+			c.Events, c.Replaced = append(c.Events[:0], Event{Type: 99}), c.Replaced[:0]
+			var gerr *rtnl.Error
+			if mp {
+				gerr = reused.InsertMultipathTo(&c, r, s.flags)
+			} else {
+				gerr = reused.InsertTo(&c, r, s.flags)
+			}
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+				t.Fatalf("%s: InsertTo error %v, Insert's %v", s.add, gerr, werr)
+			}
+			if c.Events[0].Type != 99 {
+				t.Fatalf("%s: InsertTo replaced what the Change held before", s.add)
+			}
+			c.Events = c.Events[1:]
+			if d := cmp.Diff(render(&want), render(&c)); d != "" {
+				t.Errorf("%s: InsertTo's change (-Insert +InsertTo):\n%s", s.add, d)
+			}
+		}
+		for _, p := range []string{"10.1.0.0/16", "10.3.0.0/24", "2001:db8:f00::/64", "2001:db8:f01::/64"} {
+			if pf(p).Addr().Is6() != tc.v6 {
+				continue
+			}
+			if d := cmp.Diff(show(fresh, tableMain, p), show(reused, tableMain, p)); d != "" {
+				t.Errorf("%s stored (-Insert +InsertTo):\n%s", p, d)
+			}
+		}
+	}
+}
