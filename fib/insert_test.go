@@ -670,7 +670,7 @@ func TestInsertToMatchesInsert(t *testing.T) {
 			{add: "10.1.0.0/16 via 10.0.0.3 dev 3", flags: fPrepend},
 			{add: "10.1.0.0/16 via 10.0.0.4 dev 3", flags: fReplace},
 			{add: "10.1.0.0/16 via 10.0.0.4 dev 3", flags: fReplace}, // itself: nothing
-			{add: "10.2.0.0/16 dev 3", flags: fChange},                // ENOENT
+			{add: "10.2.0.0/16 dev 3", flags: fChange},               // ENOENT
 			{add: "10.3.0.0/24 nexthop via 10.0.0.2 dev 3 nexthop via 10.0.0.3 dev 3", flags: fAdd},
 		}},
 		{true, []step{
@@ -681,7 +681,7 @@ func TestInsertToMatchesInsert(t *testing.T) {
 			{add: "2001:db8:f01::/64 nexthop via fe80::3 dev 3 nexthop via fe80::4 dev 3", flags: fAppend},
 			{add: "2001:db8:f01::/64 via fe80::9 dev 3", flags: fReplace},
 			{add: "2001:db8:6::/64 nexthop via 2001:db8::2 dev 3 nexthop via 2001:db8::2 dev 3", flags: fAdd}, // EEXIST
-			{add: "2001:db8:f02::/64 dev 3", flags: fChange},                                                   // ENOENT
+			{add: "2001:db8:f02::/64 dev 3", flags: fChange},                                                  // ENOENT
 		}},
 	} {
 		fresh, reused := NewIPv4(), NewIPv4()
