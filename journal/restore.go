@@ -234,7 +234,7 @@ func (j *Journal) restore() (*Restored, error) {
 	}
 	j.seq, j.lastWritten = lastSeq, lastSeq
 	for id, ns := range p.byID {
-		j.ents.Store(ns, &entry{id: id})
+		j.ents.Store(ns, &entry{id: id, j: j})
 		j.nextNS = max(j.nextNS, id+1)
 	}
 	for id := range p.eph {

@@ -38,6 +38,9 @@ type conn struct {
 	// and Dumpers keep copies of what they need, never the pointer (the
 	// AF_UNSPEC dump copies the whole Request).
 	req nsmgr.Request // guarded by mu
+	// jcache is the journal's per-namespace state for ns, kept by the
+	// journal (server/journal.go, cachingJournal).
+	jcache any // guarded by mu
 	// reply is the buffer lent to the handler for its reply
 	// (Request.Reply): Deliver recognizes it and queues it lent, and the
 	// queue hands back one that its reader has copied out (queue.free).

@@ -20,6 +20,14 @@ type requestJournal interface {
 	Do(ns *nsmgr.Namespace, req *nsmgr.Request) *rtnl.Error
 }
 
+// cachingJournal is a requestJournal that keeps what it needs of a
+// namespace in a socket's cache (journal.Journal.DoCached): the socket's
+// namespace never changes, and a load from its cache replaces a lookup
+// in the journal's map of namespaces at each change.
+type cachingJournal interface {
+	DoCached(cache *any, ns *nsmgr.Namespace, req *nsmgr.Request) *rtnl.Error
+}
+
 // SetJournal sends every later change through j. Call it before the
 // server has clients (after restoring the state j holds).
 func (s *Server) SetJournal(j Journal) { s.journal = j }
@@ -44,6 +52,9 @@ func mutates(m *rtnl.Message) bool {
 // change when the server keeps state.
 func (c *conn) do(req *nsmgr.Request) (nsmgr.Dumper, *rtnl.Error) {
 	if j := c.srv.journal; j != nil && !req.ReadOnly && mutates(req.Msg) {
+		if cj, ok := j.(cachingJournal); ok {
+			return nil, cj.DoCached(&c.jcache, c.ns, req)
+		}
 		if rj, ok := j.(requestJournal); ok {
 			return nil, rj.Do(c.ns, req)
 		}
