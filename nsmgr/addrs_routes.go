@@ -431,6 +431,7 @@ func (ns *Namespace) addrconfPrefixRoute(a netdev.Addr, l netdev.Link) {
 	ch, err := ns.v6.Insert(r, rtnl.NLM_F_CREATE)
 	if err == nil {
 		ns.NotifyRouteEvents(ch)
+		ns.gc6Added(r)
 	}
 }
 

@@ -58,6 +58,8 @@ type Namespace struct {
 	fib4, fib6 *fib.FIB
 	// limits are the registry's (limits.go); nil for none.
 	limits *Limits
+	// gc6 removes expired IPv6 routes (route_gc6.go).
+	gc6 gc6State
 
 	subMu sync.RWMutex
 	subs  map[Listener]uint64 // guarded by subMu: group bit mask (1<<(g-1))
