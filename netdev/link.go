@@ -385,6 +385,11 @@ func (c *change) register(l Link, want int32) (int, *rtnl.Error) {
 	if l.MTU >= 1280 { // IPV6_MIN_MTU: addrconf sets mtu6 from dev->mtu
 		l.Inet6.Conf = append([]int32(nil), l.Inet6.Conf...)
 		l.Inet6.Conf[v6MTU6] = int32(l.MTU)
+	} else {
+		// addrconf_notify(NETDEV_REGISTER) makes no inet6_dev below
+		// IPV6_MIN_MTU (measured: a veth created with mtu 1000 has no
+		// addrgenmode and no inet6 netconf until its MTU is raised).
+		l.Inet6 = Inet6Dev{}
 	}
 	if l.Kind == KindBridge {
 		b := *l.Bridge

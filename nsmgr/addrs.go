@@ -627,6 +627,11 @@ func linkReady(l netdev.Link) bool {
 func (ns *Namespace) addrLinkEvent(ev netdev.Event) {
 	l := ev.Link
 	switch ev.Kind {
+	case netdev.EvRegister:
+		if l.Inet6.Conf == nil {
+			// Created with an MTU below 1280: no inet6_dev yet.
+			ns.addr.v6Off[l.Index] = true
+		}
 	case netdev.EvUp:
 		ns.inetUp(l)
 		ns.v4.SyncUpDev(l.Index, rtnl.RTNH_F_DEAD)
