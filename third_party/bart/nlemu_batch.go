@@ -27,7 +27,7 @@ func (t *Table[V]) BatchPersist(ops []BatchOp[V]) *Table[V] {
 	pt := &Table[V]{size4: t.size4, size6: t.size6}
 	pt.root4, pt.root6 = t.root4, t.root6
 	cloned4, cloned6 := false, false
-	owned := make(map[*nodes.BartNode[V]]struct{}, 2*len(ops))
+	var owned nodes.Owned[V]
 	for _, op := range ops {
 		if !op.Pfx.IsValid() {
 			continue
@@ -52,10 +52,10 @@ func (t *Table[V]) BatchPersist(ops []BatchOp[V]) *Table[V] {
 			cloned6 = true
 		}
 		if op.Del {
-			if n.DeleteOwned(owned, pfx) {
+			if n.DeleteOwned(&owned, pfx) {
 				pt.sizeUpdate(is4, -1)
 			}
-		} else if !n.InsertOwned(owned, pfx, op.Val, 0) {
+		} else if !n.InsertOwned(&owned, pfx, op.Val, 0) {
 			pt.sizeUpdate(is4, 1)
 		}
 	}

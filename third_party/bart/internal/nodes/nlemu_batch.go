@@ -15,10 +15,52 @@ import (
 	"github.com/gaissmai/bart/internal/art"
 )
 
+// Owned is the set of nodes a batch has copied (nlemu patch). A batch's
+// changes mostly share their paths (hack/routeload.sh's 32 consecutive
+// /24s or /64s per fold: about 8 nodes in all), so the set is a short list
+// first, scanned, and a map only beyond it: the map a batch used to make,
+// and its hashing at every step of every path, were a fifth of the fold's
+// time (BenchmarkRouteLoad, fib's BenchmarkFoldCadence).
+type Owned[V any] struct {
+	few  [ownedFew]*BartNode[V]
+	n    int
+	many map[*BartNode[V]]struct{}
+}
+
+// ownedFew is the length of Owned's list.
+const ownedFew = 24
+
+// Has reports whether the batch has copied n.
+func (o *Owned[V]) Has(n *BartNode[V]) bool {
+	for i := o.n - 1; i >= 0; i-- { // newest first: the path just copied
+		if o.few[i] == n {
+			return true
+		}
+	}
+	if o.many != nil {
+		_, ok := o.many[n]
+		return ok
+	}
+	return false
+}
+
+// Add records n as copied by the batch.
+func (o *Owned[V]) Add(n *BartNode[V]) {
+	if o.n < ownedFew {
+		o.few[o.n] = n
+		o.n++
+		return
+	}
+	if o.many == nil {
+		o.many = make(map[*BartNode[V]]struct{}, 2*ownedFew)
+	}
+	o.many[n] = struct{}{}
+}
+
 // InsertOwned is InsertPersist for a batch: nodes in owned are written in
 // place, any other node on the path is copied (ClonePath) and added to
 // owned. The receiver must be owned. For values without a Clone method.
-func (n *BartNode[V]) InsertOwned(owned map[*BartNode[V]]struct{}, pfx netip.Prefix, val V, depth int) (exists bool) {
+func (n *BartNode[V]) InsertOwned(owned *Owned[V], pfx netip.Prefix, val V, depth int) (exists bool) {
 	ip := pfx.Addr() // the pfx must be in canonical form
 	pfxLen := pfx.Bits()
 	octets := ip.AsSlice()
@@ -56,9 +98,9 @@ func (n *BartNode[V]) InsertOwned(owned map[*BartNode[V]]struct{}, pfx netip.Pre
 		case *BartNode[V]:
 			// Standard intermediate node: Clone the traversed path to maintain persistence (COW).
 			// We clone the child node before modifying it, then replace the current child slot.
-			if _, mine := owned[kid]; !mine {
+			if !owned.Has(kid) {
 				kid = kid.ClonePath(nil)
-				owned[kid] = struct{}{}
+				owned.Add(kid)
 				n.InsertChild(octet, kid)
 			}
 			n = kid
@@ -111,7 +153,7 @@ func (n *BartNode[V]) InsertOwned(owned map[*BartNode[V]]struct{}, pfx netip.Pre
 }
 
 // DeleteOwned is DeletePersist for a batch, with InsertOwned's ownership.
-func (n *BartNode[V]) DeleteOwned(owned map[*BartNode[V]]struct{}, pfx netip.Prefix) (exists bool) {
+func (n *BartNode[V]) DeleteOwned(owned *Owned[V], pfx netip.Prefix) (exists bool) {
 	ip := pfx.Addr() // pfx must be in canonical (masked) form
 	pfxLen := pfx.Bits()
 	is4 := ip.Is4()
@@ -153,9 +195,9 @@ func (n *BartNode[V]) DeleteOwned(owned map[*BartNode[V]]struct{}, pfx netip.Pre
 			// Standard intermediate node: Clone the traversed path to maintain
 			// persistence (COW). We clone the child node before modifying it,
 			// then replace the current child slot.
-			if _, mine := owned[kid]; !mine {
+			if !owned.Has(kid) {
 				kid = kid.ClonePath(nil)
-				owned[kid] = struct{}{}
+				owned.Add(kid)
 				n.InsertChild(octet, kid)
 			}
 			n = kid
