@@ -97,6 +97,19 @@ type Config struct {
 	Metrics Metrics
 	// NlFlags are the request's nlmsg_flags.
 	NlFlags uint16
+
+	// hop holds the one hop of the route Build returns (oneHop).
+	hop [1]Nexthop
+}
+
+// oneHop returns a slice of the one hop h in c's own storage, where a
+// fresh []Nexthop was an allocation per request: the route Build returns
+// shares it, so that route is valid while c is and until the next Build
+// from c (Tables.intern stores a copy of the hops; a handler encodes the
+// notifications before it drops c).
+func (c *Config) oneHop(h Nexthop) []Nexthop {
+	c.hop[0] = h
+	return c.hop[:1:1]
 }
 
 // Parse is the message-only half of a route request: rtm_to_fib_config()
@@ -112,7 +125,8 @@ func Parse(m *rtnl.RouteMsg, typ, nlFlags uint16) (Config, *rtnl.Error) {
 // Build is the device- and table-dependent half of RTM_NEWROUTE:
 // fib_create_info() for IPv4, ip6_route_info_create() (and the multipath
 // split of ip6_route_multipath_add()) for IPv6. The caller has created
-// c.Table.
+// c.Table. A single-hop route's Nexthops are c's storage (oneHop): the
+// route is valid while c is and until the next Build from c.
 func (c *Config) Build(env Env) (Route, *rtnl.Error) {
 	if c.Family == rtnl.AF_INET6 {
 		return c.build6(env)

@@ -174,7 +174,7 @@ func (c *Config) build4(env Env) (Route, *rtnl.Error) {
 		if err != nil {
 			return r, err
 		}
-		r.Nexthops = []Nexthop{{Gateway: c.Gateway, Dev: c.Oif, Weight: 1, Flags: uint8(m.Flags), Realm: c.Flow, Encap: encap}}
+		r.Nexthops = c.oneHop(Nexthop{Gateway: c.Gateway, Dev: c.Oif, Weight: 1, Flags: uint8(m.Flags), Realm: c.Flow, Encap: encap})
 	}
 	if fibProps[m.Type].err != 0 {
 		if c.Gateway.IsValid() || c.Oif != 0 || m.Has(rtnl.RTA_MULTIPATH) {
@@ -185,7 +185,7 @@ func (c *Config) build4(env Env) (Route, *rtnl.Error) {
 		// fib_nexthop_info() still dumps RTA_ENCAP (measured), so a hop
 		// without a device carries it.
 		if e := r.Nexthops[0].Encap; !e.IsZero() {
-			r.Nexthops = []Nexthop{{Weight: 1, Encap: e}}
+			r.Nexthops = c.oneHop(Nexthop{Weight: 1, Encap: e})
 			return r, nil
 		}
 		r.Nexthops = nil

@@ -185,7 +185,7 @@ func (c *Config) build6(env Env) (Route, *rtnl.Error) {
 		if err := c.checkPrefsrc6(env, nh.Dev); err != nil {
 			return r, err
 		}
-		r.Nexthops = []Nexthop{nh}
+		r.Nexthops = c.oneHop(nh)
 		r.Prefsrc = c.Prefsrc
 		if isRejectOrLo6(env, r.Type, c.Dst, nh.Dev) {
 			// ip6_route_info_create() overwrites fib6_flags with

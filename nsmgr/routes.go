@@ -61,9 +61,11 @@ func (ns *Namespace) routeFIB(family uint8) *fib.FIB {
 }
 
 // routeScratch is what changeRoute reuses from one request to the next:
-// the decoded request and the change's notifications.
+// the decoded request, its configuration (whose storage holds the built
+// route's hop) and the change's notifications.
 type routeScratch struct {
 	msg rtnl.RouteMsg
+	cfg fib.Config
 	ch  fib.Change
 }
 
@@ -79,6 +81,7 @@ func (sc *routeScratch) release() {
 	clear(ch.Replaced)
 	clear(ch.Silent)
 	ch.Events, ch.Replaced, ch.Silent = ch.Events[:0], ch.Replaced[:0], ch.Silent[:0]
+	sc.cfg = fib.Config{}
 	routeScratchPool.Put(sc)
 }
 
@@ -104,16 +107,18 @@ func (ns *Namespace) changeRoute(req *Request) *rtnl.Error {
 	} else {
 		RouteChanges.IPv6Writer.Add(1)
 	}
-	c, err := fib.Parse(rm, typ, nlFlags)
+	c := &sc.cfg
+	var err *rtnl.Error
+	*c, err = fib.Parse(rm, typ, nlFlags)
 	if err == nil {
 		ch := &sc.ch
 		if typ == rtnl.RTM_NEWROUTE {
-			err = ns.newRoute(&c, ch)
+			err = ns.newRoute(c, ch)
 			if err == nil && rm.Family == rtnl.AF_INET6 && rm.Has(rtnl.RTA_MULTIPATH) {
 				multipathAddFlags(m)
 			}
 		} else {
-			*ch, err = ns.delRoute(&c)
+			*ch, err = ns.delRoute(c)
 		}
 		ns.notifyRoutes(req, ch)
 	}
