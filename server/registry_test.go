@@ -173,3 +173,36 @@ func TestFastAttachNeverMissesAnEphemeralNamespace(t *testing.T) {
 		t.Fatalf("ephemeral count %d with none left", uint32(w))
 	}
 }
+
+// BenchmarkOpenParallel opens and closes in-process sockets from many
+// goroutines at once, each in a namespace of its own (`nlemu load`'s
+// start: every client dials at once): what registering a socket costs
+// when the openers meet, per open and close.
+func BenchmarkOpenParallel(b *testing.B) {
+	s := New(Config{})
+	defer s.Close()
+	const n = 512
+	for i := range n {
+		if err := s.nsm.Add(fmt.Sprint("b", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next sync.Mutex
+	i := 0
+	b.SetParallelism(n / 2) // 512 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		next.Lock()
+		ns := fmt.Sprint("b", i%n)
+		i++
+		next.Unlock()
+		for pb.Next() {
+			c, err := s.Dial(Options{Namespace: ns})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			c.Close()
+		}
+	})
+}
