@@ -360,15 +360,20 @@ func cmpCIDR(a, b netip.Prefix) int {
 // unchanged. old is p's entries in s, which every caller has just read
 // (it keeps size and srcRoutes without a second walk).
 func (s *store) with(p netip.Prefix, old, l leaf) *store {
-	n := store{}
+	// The new store and its list node are one allocation (storeNode): a
+	// node is referenced only by the stores after it until the fold that
+	// drops the list, so it never outlives its store by more than
+	// smallMax changes, and the store keeps its node's 48 bytes after it.
+	sn := new(storeNode)
+	n := &sn.s
 	if s != nil {
-		n = *s
+		*n = *s
 	}
 	if n.big == nil {
 		n.big = new(bart.Table[leaf])
 	}
 	if old.head == nil && l.head == nil {
-		return &n // nothing stored at p, nothing to remove
+		return n // nothing stored at p, nothing to remove
 	}
 	p = p.Masked()
 	n.srcRoutes += srcCount(l) - srcCount(old)
@@ -378,7 +383,8 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 	case l.head == nil:
 		n.size--
 	}
-	n.pend = &pnode{p: p, l: l, next: n.pend}
+	sn.n = pnode{p: p, l: l, next: n.pend}
+	n.pend = &sn.n
 	n.pmask |= pbit(p)
 	n.npend++
 	if l.head == nil {
@@ -387,9 +393,16 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 	if n.npend >= smallMax || n.big.Size() < foldBelow {
 		n.fold()
 	}
-	n.ix = indexed(n.ix, p, l, old.head != nil, &n)
+	n.ix = indexed(n.ix, p, l, old.head != nil, n)
 	n.fx = n.ix.fullArrays()
-	return &n
+	return n
+}
+
+// storeNode is store.with's one allocation: the new store and the node of
+// its change.
+type storeNode struct {
+	s store
+	n pnode
 }
 
 // fold applies the list's changes to the large table in one batch, the
