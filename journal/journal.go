@@ -495,25 +495,38 @@ func (j *Journal) Deleted(ns *nsmgr.Namespace) (func() error, error) {
 // deletes it (and records the deletion) instead of bringing it back as a
 // namespace nobody holds. It returns once the record is durable.
 func (j *Journal) Ephemeral(ns *nsmgr.Namespace) error {
+	wait, err := j.EphemeralThen(ns)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// EphemeralThen is Ephemeral without the wait for the record, which it
+// returns instead (never nil): the server records it under the lock of
+// its ephemeral namespaces and waits after releasing it.
+func (j *Journal) EphemeralThen(ns *nsmgr.Namespace) (func() error, error) {
 	v, ok := j.ents.Load(ns)
 	if !ok {
-		return nil
+		return noWait, nil
 	}
 	e := v.(*entry)
 	e.mu.Lock()
 	if e.deleted {
 		e.mu.Unlock()
-		return nil
+		return noWait, nil
 	}
 	n := int64(recordSize(0))
 	if err := j.reserve(n); err != nil {
 		e.mu.Unlock()
-		return err
+		return nil, err
 	}
 	b := j.append(record{Kind: kindEphemeral, NSID: e.id}, n)
 	e.mu.Unlock()
-	return j.await(b)
+	return func() error { return j.await(b) }, nil
 }
+
+func noWait() error { return nil }
 
 // errnoOf is the errno a client is told for a journal failure.
 func errnoOf(err error) syscall.Errno {

@@ -62,58 +62,77 @@ func ValidName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00") && len(name) <= 255
 }
 
-// Add creates namespace name.
-func (m *Manager) Add(name string) (err error) {
-	var wait func() error // the journal's, run after the lock is released
-	defer func() {
-		if err == nil && wait != nil {
-			err = wait()
-		}
-	}()
+// Add creates namespace name; with a journal, it returns once the
+// namespace's record is durable.
+func (m *Manager) Add(name string) error {
+	wait, err := m.AddThen(name)
+	if err == nil {
+		err = wait()
+	}
+	return err
+}
+
+// AddThen is Add without the journal's wait, which it returns instead
+// (it never returns a nil one): a caller holding a lock of its own (the
+// server's ephemeral namespaces, server/ephemeral.go) releases it first.
+// The namespace exists once AddThen returns; it must not be answered for
+// before the wait returns.
+func (m *Manager) AddThen(name string) (wait func() error, err error) {
 	if !ValidName(name) {
-		return fmt.Errorf("%w: %q", ErrInvalid, name)
+		return nil, fmt.Errorf("%w: %q", ErrInvalid, name)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.ns[name]; ok {
-		return fmt.Errorf("%w: %q", ErrExists, name)
+		return nil, fmt.Errorf("%w: %q", ErrExists, name)
 	}
 	if err := m.checkNetns(); err != nil {
-		return err
+		return nil, err
 	}
 	m.ns[name] = newNamespace(name, m.cfg)
 	m.ns[name].limits = m.limits
 	if m.jn != nil {
 		if wait, err = m.jn.Added(m.ns[name]); err != nil {
 			delete(m.ns, name) // nobody saw it: the lock is still held
-			return err
+			return nil, err
 		}
+		return wait, nil
 	}
-	return nil
+	return noWait, nil
 }
 
-// Del removes namespace name from the registry.
+func noWait() error { return nil }
+
+// Del removes namespace name from the registry; with a journal, it returns
+// once the deletion's record is durable.
 func (m *Manager) Del(name string) error {
+	wait, err := m.DelThen(name)
+	if err == nil {
+		err = wait()
+	}
+	return err
+}
+
+// DelThen is Del without the journal's wait, which it returns instead
+// (never nil), as AddThen.
+func (m *Manager) DelThen(name string) (wait func() error, err error) {
 	if name == DefaultName {
-		return ErrDefault
+		return nil, ErrDefault
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	ns, ok := m.ns[name]
 	if !ok {
-		m.mu.Unlock()
-		return fmt.Errorf("%w: %q", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	wait := func() error { return nil }
+	wait = noWait
 	if m.jn != nil {
-		var err error
 		if wait, err = m.jn.Deleted(ns); err != nil {
-			m.mu.Unlock()
-			return err
+			return nil, err
 		}
 	}
 	delete(m.ns, name)
-	m.mu.Unlock()
-	return wait()
+	return wait, nil
 }
 
 // Get returns namespace name.

@@ -65,28 +65,54 @@ func (s *Server) attach(name string, opts uint32) (*nsmgr.Namespace, error) {
 			return ns, nil
 		}
 	}
+	ns, waits, err := s.attachLocked(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The journal's records of a namespace made here are awaited with
+	// e.mu released: under --fsync group or always a wait is an
+	// fdatasync, and the other sockets of ephemeral namespaces need e.mu.
+	// The HELLO is answered only once they return.
+	for _, w := range waits {
+		if err := w(); err != nil {
+			s.detach(ns)
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// attachLocked is attach's slow path, under e.mu; it returns the waits
+// for the journal's records of the namespace it made, if it made one.
+func (s *Server) attachLocked(name string, opts uint32) (*nsmgr.Namespace, []func() error, error) {
+	e := &s.eph
 	e.lock()
 	defer e.mu.Unlock()
+	var waits []func() error
 	ns, ok := s.nsm.Get(name)
 	if !ok {
 		if opts&(optCreate|optEphemeral) == 0 {
-			return nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
+			return nil, nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
 		}
 		eph := opts&optEphemeral != 0
 		if eph {
 			e.word.Add(ephOne) // before the namespace can be found
 		}
-		if err := s.nsm.Add(name); err != nil && !errors.Is(err, nsmgr.ErrExists) {
+		wait, err := s.nsm.AddThen(name)
+		if err != nil && !errors.Is(err, nsmgr.ErrExists) {
 			if eph {
 				e.word.Add(ephGone)
 			}
-			return nil, err
+			return nil, nil, err
+		}
+		if err == nil {
+			waits = append(waits, wait)
 		}
 		if ns, ok = s.nsm.Get(name); !ok {
 			if eph {
 				e.word.Add(ephGone)
 			}
-			return nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
+			return nil, nil, fmt.Errorf("%w: %q", ErrNoNamespace, name)
 		}
 		if eph {
 			if _, had := e.refs[ns]; had {
@@ -94,13 +120,13 @@ func (s *Server) attach(name string, opts uint32) (*nsmgr.Namespace, error) {
 			} else {
 				e.refs[ns] = 0
 			}
-			s.journalEphemeral(ns) // --state (journal.go)
+			waits = append(waits, s.journalEphemeral(ns)) // --state (journal.go)
 		}
 	}
 	if n, ok := e.refs[ns]; ok {
 		e.refs[ns] = n + 1
 	}
-	return ns, nil
+	return ns, waits, nil
 }
 
 // detach uncounts a closed socket; the last socket of an ephemeral
@@ -113,21 +139,32 @@ func (s *Server) detach(ns *nsmgr.Namespace) {
 		// the count above 0 until it is gone.
 		return
 	}
+	if wait := s.detachLocked(ns); wait != nil {
+		wait() // the deletion's record, awaited with e.mu released
+	}
+}
+
+// detachLocked is detach's slow path, under e.mu; it returns the wait for
+// the journal's record of the deletion, if it deleted ns.
+func (s *Server) detachLocked(ns *nsmgr.Namespace) func() error {
+	e := &s.eph
 	e.lock()
 	defer e.mu.Unlock()
 	n, ok := e.refs[ns]
 	if !ok {
-		return
+		return nil
 	}
 	if n > 1 {
 		e.refs[ns] = n - 1
-		return
+		return nil
 	}
 	delete(e.refs, ns)
+	var wait func() error
 	if cur, ok := s.nsm.Get(ns.Name()); ok && cur == ns {
-		s.nsm.Del(ns.Name())
+		wait, _ = s.nsm.DelThen(ns.Name())
 	}
 	e.word.Add(ephGone) // after the namespace can no longer be found
+	return wait
 }
 
 // Ephemeral returns the names of the ephemeral namespaces, sorted.

@@ -33,11 +33,21 @@ type cachingJournal interface {
 func (s *Server) SetJournal(j Journal) { s.journal = j }
 
 // journalEphemeral tells the journal that namespace ns is ephemeral, so
-// that a restart does not bring it back without its sockets.
-func (s *Server) journalEphemeral(ns *nsmgr.Namespace) {
-	if j, ok := s.journal.(interface{ Ephemeral(*nsmgr.Namespace) error }); ok {
+// that a restart does not bring it back without its sockets. It returns
+// the wait for the record, which the caller runs once it has released
+// its locks (attach).
+func (s *Server) journalEphemeral(ns *nsmgr.Namespace) func() error {
+	switch j := s.journal.(type) {
+	case interface {
+		EphemeralThen(*nsmgr.Namespace) (func() error, error)
+	}:
+		if wait, err := j.EphemeralThen(ns); err == nil {
+			return wait
+		}
+	case interface{ Ephemeral(*nsmgr.Namespace) error }:
 		j.Ephemeral(ns)
 	}
+	return func() error { return nil }
 }
 
 // mutates reports whether request m is one a journal records when it
