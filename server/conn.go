@@ -435,7 +435,8 @@ func (c *conn) bind(mask uint32) syscall.Errno {
 // close detaches the socket from its namespace and wakes its reader.
 func (c *conn) close() {
 	c.mu.Lock()
-	if !c.closed {
+	first := !c.closed
+	if first {
 		c.closed = true
 		c.ns.SetGroups(c, 0)
 		c.dump = nil
@@ -445,7 +446,11 @@ func (c *conn) close() {
 	c.hangup = nil
 	c.mu.Unlock()
 	c.q.close()
-	c.srv.releasePort(c.portid)
+	// Only the first close gives the port id back: by a second one
+	// (Server.Close after the client's) the id may be another socket's.
+	if first {
+		c.srv.releasePort(c.portid)
+	}
 	if hangup != nil {
 		hangup()
 	}

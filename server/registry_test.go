@@ -206,3 +206,34 @@ func BenchmarkOpenParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestSecondCloseKeepsReusedPort: a socket closed twice (the client's
+// close, then Server.Close's) gives its port id back once; by the second
+// close the id may belong to a newer socket, which must keep it, as the
+// kernel's netlink_release() unhashes a socket exactly once.
+func TestSecondCloseKeepsReusedPort(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	a, err := s.open("", 4242, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.close()
+	b, err := s.open("", 4242, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	if b.portid != 4242 {
+		t.Fatalf("reopened socket got port %d, want 4242 (freed by the first close)", b.portid)
+	}
+	a.close()
+	c, err := s.open("", 4242, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if c.portid == 4242 {
+		t.Errorf("a second close of the old socket freed port 4242, which the open socket still holds")
+	}
+}
