@@ -133,7 +133,13 @@ type fakeServer struct {
 
 func startFakeServer(t *testing.T, delay time.Duration) *fakeServer {
 	t.Helper()
-	f := &fakeServer{path: filepath.Join(t.TempDir(), "s.sock"), delay: delay, done: make(chan error, 1)}
+	return startPollServer(t, delay, 0)
+}
+
+// startPollServer is startFakeServer answering HELLO with poll word poll.
+func startPollServer(t *testing.T, delay time.Duration, poll uint32) *fakeServer {
+	t.Helper()
+	f := &fakeServer{path: filepath.Join(t.TempDir(), "s.sock"), delay: delay, done: make(chan error, 1), poll: poll}
 	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: f.path, Net: "unixpacket"})
 	if err != nil {
 		t.Fatal(err)
@@ -363,8 +369,7 @@ func TestShimSpinsForPollingServerOffItsCPU(t *testing.T) {
 		{"polls on the client's CPU", 1<<31 | uint32(first), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := startFakeServer(t, 0)
-			f.poll = tc.poll
+			f := startPollServer(t, 0, tc.poll)
 			// Pinned by the client itself, after the shim's constructor
 			// saw two CPUs (pinned before, the shim would not spin at all).
 			got := runSpinClient(t, f, client, lib, "blocking", waits, -1, "NLEMU_SPIN_US=10000", "NLEMU_SPIN_ALWAYS=", "NLEMU_POLL_AVOID=0", fmt.Sprintf("SPINCLIENT_CPU=%d", first))
@@ -387,8 +392,7 @@ func TestShimLeavesPollerCPU(t *testing.T) {
 	if n < 2 {
 		t.Skipf("%d CPU: nothing to leave for", n)
 	}
-	f := startFakeServer(t, 0)
-	f.poll = 1<<31 | uint32(first)
+	f := startPollServer(t, 0, 1<<31|uint32(first))
 	const waits = 20
 	got := runSpinClient(t, f, client, lib, "blocking", waits, -1, "NLEMU_SPIN_US=10000", "NLEMU_SPIN_ALWAYS=")
 	if got.Hits+got.Misses == 0 || got.Skips != 0 && got.Misses == 0 {
@@ -397,8 +401,7 @@ func TestShimLeavesPollerCPU(t *testing.T) {
 	if want := n - 1; len(f.cpus) != want || slices.Contains(f.cpus, fmt.Sprint(first)) {
 		t.Errorf("client's CPUs at its end %v: want %d, without the poller's %d", f.cpus, want, first)
 	}
-	f = startFakeServer(t, 0)
-	f.poll = 1<<31 | uint32(first)
+	f = startPollServer(t, 0, 1<<31|uint32(first))
 	runSpinClient(t, f, client, lib, "blocking", waits, -1, "NLEMU_SPIN_US=10000", "NLEMU_POLL_AVOID=0")
 	if len(f.cpus) != n {
 		t.Errorf("NLEMU_POLL_AVOID=0: client's CPUs at its end %v, want all %d", f.cpus, n)
