@@ -60,17 +60,9 @@ type heldCopy struct {
 // most this late.
 const holdMax = 20 * time.Millisecond
 
-// maxHeld bounds the copies held at once — 4,096, and at most a quarter
-// of the supervisor's own descriptor limit, so that holding never keeps
-// it from connecting to the server; beyond it a new socket's copy is
-// closed as before.
-var maxHeld = func() int {
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil {
-		return 256
-	}
-	return int(min(4096, rl.Cur/4))
-}()
+// maxHeld bounds the copies held at once; beyond it a new socket's copy
+// is closed as before.
+const maxHeld = 4096
 
 var selfPid = os.Getpid()
 
