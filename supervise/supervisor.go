@@ -54,8 +54,6 @@ type Supervisor struct {
 
 	allocMu sync.Mutex // one descriptor allocation at a time
 
-	held heldSet // the supervisor's copies of the sockets it injected (held.go)
-
 	counts [512]atomic.Uint64 // notifications by system call number
 	waits  atomic.Uint64      // receives that found nothing queued and waited
 	// inlineWaits is how many workers wait for data inline (takeWaitSlot);
@@ -66,8 +64,6 @@ type Supervisor struct {
 	// owedWaits counts the nonblocking receives that waited for the
 	// reply to a request still queued to the server (owedWait).
 	owedWaits atomic.Uint64
-	// heldHits counts the calls whose socket was a held copy (lookup).
-	heldHits atomic.Uint64
 }
 
 // New returns a supervisor for the listener lfd.
@@ -170,9 +166,6 @@ func (s *Supervisor) Counts() map[string]uint64 {
 	if w := s.owedWaits.Load(); w > 0 {
 		out["owed_waits"] = w
 	}
-	if w := s.heldHits.Load(); w > 0 {
-		out["held_lookups"] = w
-	}
 	if _, _, taken := s.spare.counts(); taken > 0 {
 		out["spares_taken"] = uint64(taken)
 	}
@@ -240,24 +233,14 @@ type call struct {
 	// owed: handed off while waiting for the reply to a request (recvOne):
 	// the goroutine waits on for it.
 	owed bool
-	// cfd is the supervisor's copy of the caller's descriptor (lookup):
-	// its held copy (held.go), or one taken with pidfd_getfd and closed
-	// before the answer (release).
+	// cfd is the supervisor's copy of the caller's descriptor (lookup),
+	// closed before the answer (release): the caller's close() right
+	// after is then the socket's last, which the server sees at once.
 	cfd int
-	// held is the held copy cfd is (heldSet.find), which release lets go
-	// instead of closing.
-	held *heldCopy
 }
 
-// release closes the supervisor's copy of the descriptor, if it holds one
-// (a held copy is only let go: heldSet closes it).
+// release closes the supervisor's copy of the descriptor, if it holds one.
 func (c *call) release() {
-	if c.held != nil {
-		c.s.held.unref(c.held)
-		c.held = nil
-		c.cfd = -1
-		return
-	}
 	if c.cfd >= 0 {
 		unix.Close(c.cfd)
 		c.cfd = -1
@@ -404,23 +387,11 @@ func (s *Supervisor) pidfd(tid int, fresh bool) (pfd int, owned bool, err error)
 	return pfd, false, nil
 }
 
-// lookup returns the socket the caller's descriptor fd is and the
-// supervisor's descriptor of it — its held copy when fd is one (one kcmp,
-// held.go), else a copy taken with pidfd_getfd — or nil when it is not one
-// the supervisor injected (then the call continues in the kernel). Either
+// lookup takes a copy of the caller's descriptor fd (pidfd_getfd) and
+// returns it with the socket it is, or nil when it is not one the
+// supervisor injected (then the call continues in the kernel). The copy
 // shares the open file, so its status flags (O_NONBLOCK) are the caller's.
 func (s *Supervisor) lookup(c *call, fd int) (*sock, int) {
-	if h := s.held.find(c.tid, fd); h != nil {
-		s.mu.Lock()
-		sk := s.socks[h.ino]
-		s.mu.Unlock()
-		if sk != nil {
-			c.held = h
-			s.heldHits.Add(1)
-			return sk, h.fd
-		}
-		s.held.unref(h)
-	}
 	for fresh := false; ; fresh = true {
 		pfd, owned, err := s.pidfd(c.tid, fresh)
 		if err != nil {
@@ -683,16 +654,8 @@ func (s *Supervisor) socket(c *call) {
 		s.nsMap.anchor(c.tid, nsid, ns, s.cfg.Socket) // netns.go
 		s.spare.want(key)
 	}
-	held := false
-	defer func() {
-		if !held {
-			unix.Close(fd)
-		}
-	}()
+	defer unix.Close(fd)
 	defer s.spare.wake() // after the answer (takeReady)
-	// The copies of the process's sockets it has closed since: the server
-	// sees those closes now, while the caller is blocked here (held.go).
-	s.held.closeGone(int(pid))
 	if typ&unix.SOCK_NONBLOCK != 0 {
 		unix.SetNonblock(fd, true)
 	}
@@ -722,7 +685,6 @@ func (s *Supervisor) socket(c *call) {
 		return
 	}
 	c.done = true
-	held = s.held.hold(int(pid), slot, fd, ino)
 }
 
 // sweepAt is the size of the socket table at which closed sockets are
