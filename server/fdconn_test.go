@@ -45,6 +45,21 @@ func ruleRequest(i, pref uint32) []byte {
 	return T.Msg(typ, flags, i, T.Body(T.V4(5), T.Pref(pref)))
 }
 
+// ackRulesInOrder sends n rule requests with priority pref, one at a
+// time, and fails unless each is answered by exactly its own ACK.
+func ackRulesInOrder(t *testing.T, c *Client, n, pref uint32) {
+	t.Helper()
+	for i := range n {
+		got, err := roundTrip(c, ruleRequest(i, pref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{fmt.Sprintf("ack seq=%d errno=0", i)}; !cmp.Equal(got, want) {
+			t.Fatalf("request %d: %v, want %v", i, got, want)
+		}
+	}
+}
+
 // roundTrip sends one request and returns the rendered messages of the
 // datagrams up to and including its ACK.
 func roundTrip(c *Client, req []byte) ([]string, error) {
@@ -101,15 +116,7 @@ func TestUnixBatchClientIsServedInBusyMode(t *testing.T) {
 	defer c.Close()
 	busy0, polled0 := busyReads.Load(), loopReads.Load()
 	const n = 200
-	for i := uint32(0); i < n; i++ {
-		got, err := roundTrip(c, ruleRequest(i, 100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := []string{fmt.Sprintf("ack seq=%d errno=0", i)}; !cmp.Equal(got, want) {
-			t.Fatalf("request %d: %v, want %v", i, got, want)
-		}
-	}
+	ackRulesInOrder(t, c, n, 100)
 	if b, p := busyReads.Load()-busy0, loopReads.Load()-polled0; b < n-2 || p > 2 {
 		t.Errorf("%d requests: %d read in busy mode, %d polled; want at least %d busy, at most 2 polled", n, b, p, n-2)
 	}

@@ -211,15 +211,7 @@ func TestLoopPollFallback(t *testing.T) {
 	_, sock := listenTest(t)
 	c := dialTest(t, sock)
 	defer c.Close()
-	for i := range uint32(50) {
-		got, err := roundTrip(c, ruleRequest(i, 1000))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := []string{fmt.Sprintf("ack seq=%d errno=0", i)}; !cmp.Equal(got, want) {
-			t.Fatalf("request %d: %v, want %v", i, got, want)
-		}
-	}
+	ackRulesInOrder(t, c, 50, 1000)
 	if got := LoopSchedInEffect(); got != LoopSchedPin {
 		t.Errorf("loops run %q, want pin", got)
 	}

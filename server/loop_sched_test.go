@@ -128,15 +128,7 @@ func TestLoopSchedFIFOThreads(t *testing.T) {
 	_, sock := listenTest(t)
 	c := dialTest(t, sock)
 	defer c.Close()
-	for i := range uint32(200) {
-		got, err := roundTrip(c, ruleRequest(i, 1000))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := []string{fmt.Sprintf("ack seq=%d errno=0", i)}; !cmp.Equal(got, want) {
-			t.Fatalf("request %d: %v, want %v", i, got, want)
-		}
-	}
+	ackRulesInOrder(t, c, 200, 1000)
 	cpus := loopCPUs()
 	got := LoopSchedInEffect()
 	if len(startedLoops()) != len(cpus) {
