@@ -64,21 +64,7 @@ func threadCPUTime(t *testing.T, tid int) time.Duration {
 // setpriv, empty for none); true in the child.
 func pollChild(t *testing.T, name string, prefix []string, env ...string) bool {
 	t.Helper()
-	if os.Getenv("NLEMU_TEST_LOOPSCHED_CHILD") == name {
-		return true
-	}
-	args := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), append(append([]string{"NLEMU_LOOP_SCHED=poll", "NLEMU_LOOPS="}, env...), "NLEMU_TEST_LOOPSCHED_CHILD="+name)...)
-	out, err := cmd.CombinedOutput()
-	t.Logf("child:\n%s", out)
-	if err != nil {
-		t.Fatalf("child %s: %v", name, err)
-	}
-	if !bytes.Contains(out, []byte("--- PASS: "+name)) {
-		t.Fatalf("child %s did not pass", name)
-	}
-	return false
+	return inChildUnder(t, name, prefix, append([]string{"NLEMU_LOOP_SCHED=poll", "NLEMU_LOOPS="}, env...)...)
 }
 
 // wantPoll reports whether this process should get the polling loop (two

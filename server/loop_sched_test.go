@@ -72,11 +72,19 @@ func TestParseLoopSched(t *testing.T) {
 // a process of its own), and reports whether this is that child.
 func inLoopSchedChild(t *testing.T, name string, env ...string) bool {
 	t.Helper()
+	return inChildUnder(t, name, nil, env...)
+}
+
+// inChildUnder is inLoopSchedChild with the child started through the
+// command prefix (taskset, setpriv...).
+func inChildUnder(t *testing.T, name string, prefix []string, env ...string) bool {
+	t.Helper()
 	if os.Getenv("NLEMU_TEST_LOOPSCHED_CHILD") == name {
 		return true
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), append(env, "NLEMU_TEST_LOOPSCHED_CHILD="+name)...)
+	args := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), append(append([]string(nil), env...), "NLEMU_TEST_LOOPSCHED_CHILD="+name)...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("child:\n%s", out)
 	if err != nil {
