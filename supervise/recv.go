@@ -452,23 +452,35 @@ const (
 
 // owedWait waits until fd is readable while a request is queued to the
 // server, and owedGrace after the server has read it, at most limit in
-// all.
+// all. While the request is queued it looks every owedCheck (nothing
+// signals the server's read); once it is read, one wait covers the
+// grace: each wait that times out is a wake-up of the supervisor's
+// thread for nothing.
 func owedWait(fd int, limit time.Duration) bool {
 	end := time.Now().Add(limit)
+	read := false
 	for {
 		left := time.Until(end)
 		if left <= 0 {
 			return false
 		}
+		if !read {
+			left = min(left, owedCheck)
+		}
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		ts := unix.NsecToTimespec(int64(min(left, 50*time.Microsecond)))
+		ts := unix.NsecToTimespec(int64(left))
 		if n, err := unix.Ppoll(pfd, &ts, nil); err == nil && n > 0 {
 			return true
 		}
-		if !requestQueued(fd) {
+		if !read && !requestQueued(fd) {
+			read = true
 			if g := time.Now().Add(owedGrace); g.Before(end) {
 				end = g
 			}
 		}
 	}
 }
+
+// owedCheck is how often owedWait looks whether the server has read the
+// request.
+const owedCheck = 50 * time.Microsecond

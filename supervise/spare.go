@@ -114,10 +114,20 @@ type readyList struct {
 	used   time.Time
 }
 
-// readyPerKey is how many ready spares a key keeps: vishvananda/netlink
-// opens one socket per request, one after the other, and a second covers
-// a request made before the filler has replaced the first.
-const readyPerKey = 2
+// readyPerKey is how many ready spares a key keeps, and readyLow the
+// number left at which a take asks the filler for more: vishvananda/netlink
+// opens one socket per request, one after the other, so the filler is
+// woken once per readyPerKey-readyLow+1 socket() calls and makes that many
+// at once, their HELLOs sent before any answer is read (makeReadyBatch):
+// one turn of the filler, and of the server's acceptor, for several
+// sockets. With two kept and each take waking the filler, its goroutine,
+// the thread that ran it and the acceptor woke for every socket() (perf
+// sched_switch stacks, docs/EXEC.md). The readyLow left cover the
+// requests made before the filler has run.
+const (
+	readyPerKey = 4
+	readyLow    = 2
+)
 
 // readyKeys bounds the keys that keep ready spares (each spare is a server
 // connection in its namespace, holding a port id).
@@ -153,22 +163,19 @@ func (p *sparePool) init(path string) {
 	p.wants = map[helloKey]bool{}
 }
 
-// takeReady returns a ready spare of key k, if one is, and records that
-// the filler is to make more when fewer than readyPerKey are left: O(1), a
-// map look-up and a slice pop under the pool's lock, with no system call
-// but the stale spares' closes. The caller wakes the filler (wake) once it
-// has answered: its wake-up (a futex wake of an idle thread) then runs
-// beside the caller instead of before its answer.
-func (p *sparePool) takeReady(k helloKey) (readySpare, bool) {
+// takeReady returns a ready spare of key k, if one is, and whether the
+// filler is to make more (fewer than readyLow are left; it records the
+// want): O(1), a map look-up and a slice pop under the pool's lock, with
+// no system call but the stale spares' closes. The caller wakes the
+// filler (wake) once it has answered, if asked to: its wake-up (a futex
+// wake of an idle thread) then runs beside the caller instead of before
+// its answer.
+func (p *sparePool) takeReady(k helloKey) (r readySpare, ok, refill bool) {
 	if p.kick == nil {
-		return readySpare{}, false
+		return readySpare{}, false, false
 	}
 	now := time.Now()
-	var (
-		r     readySpare
-		ok    bool
-		stale []int
-	)
+	var stale []int
 	p.mu.Lock()
 	if l := p.ready[k]; l != nil {
 		l.used = now
@@ -182,15 +189,16 @@ func (p *sparePool) takeReady(k helloKey) (readySpare, bool) {
 			ok = true
 			p.readyTaken++
 		}
-		if len(l.spares) < readyPerKey {
+		if len(l.spares) < readyLow && !p.wants[k] {
 			p.wants[k] = true
+			refill = true
 		}
 	}
 	p.mu.Unlock()
 	for _, fd := range stale {
 		unix.Close(fd)
 	}
-	return r, ok
+	return r, ok, refill
 }
 
 // want records that the filler is to make ready spares of key k (after a
@@ -242,13 +250,14 @@ func (p *sparePool) fillReady() {
 				l.spares = l.spares[1:]
 			}
 		}
+		need := 0
 		for key := range p.wants {
 			l := p.ready[key]
 			if l == nil || len(l.spares) >= readyPerKey {
 				delete(p.wants, key)
 				continue
 			}
-			k, found = key, true
+			k, found, need = key, true, readyPerKey-len(l.spares)
 			break
 		}
 		p.mu.Unlock()
@@ -258,42 +267,73 @@ func (p *sparePool) fillReady() {
 		if !found {
 			return
 		}
-		r, err := makeReady(p.path, k)
+		made, err := makeReadyBatch(p.path, k, need)
 		p.mu.Lock()
 		l := p.ready[k]
-		if err != nil || l == nil {
-			if err != nil {
-				p.fillErr = err
-			}
-			delete(p.wants, k)
-			p.mu.Unlock()
-			if err == nil {
-				unix.Close(r.fd)
-			}
-			continue
+		if err != nil {
+			p.fillErr = err
 		}
-		l.spares = append(l.spares, r)
-		p.readyMade++
+		if err != nil || l == nil {
+			delete(p.wants, k)
+		}
+		if l != nil {
+			l.spares = append(l.spares, made...)
+			p.readyMade += len(made)
+			made = nil
+		}
 		p.mu.Unlock()
+		for _, r := range made {
+			unix.Close(r.fd)
+		}
 	}
 }
 
-// makeReady connects and runs the HELLO of key k (what socket() would).
-func makeReady(path string, k helloKey) (readySpare, error) {
-	fd, err := connectNonblock(path)
-	if err != nil {
-		return readySpare{}, err
+// makeReadyBatch connects n times and runs the HELLO of key k on each
+// (what socket() would), every HELLO sent before the first answer is read:
+// the server's acceptor finds them together. It returns the spares made,
+// in the order they were connected, and the first error, after which it
+// makes no more.
+func makeReadyBatch(path string, k helloKey, n int) ([]readySpare, error) {
+	made := make([]readySpare, n)
+	ok := make([]bool, n)
+	var first error
+	// helloAt(i) sends the i-th HELLO, runs helloAt(i+1) while the server
+	// answers, then reads its own answer.
+	var helloAt func(i int)
+	helloAt = func(i int) {
+		if i == n {
+			return
+		}
+		fd, err := connectNonblock(path)
+		if err != nil {
+			first = err
+			return
+		}
+		fd, portid, err, _ := hello(fd, path, k.ns, k.pid, k.opts, func() {
+			if first == nil {
+				helloAt(i + 1)
+			}
+		})
+		if err == nil {
+			var st unix.Stat_t
+			if err = unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+			} else {
+				made[i], ok[i] = readySpare{fd: fd, ino: st.Ino, portid: portid, made: time.Now()}, true
+			}
+		}
+		if err != nil && first == nil {
+			first = err
+		}
 	}
-	fd, portid, err, _ := hello(fd, path, k.ns, k.pid, k.opts, func() {})
-	if err != nil {
-		return readySpare{}, err
+	helloAt(0)
+	out := made[:0]
+	for i := range made {
+		if ok[i] {
+			out = append(out, made[i])
+		}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return readySpare{}, err
-	}
-	return readySpare{fd: fd, ino: st.Ino, portid: portid, made: time.Now()}, nil
+	return out, first
 }
 
 // take returns a spare connection, or -1 when none is ready, and wakes the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/nlemu/nlemu/server"
@@ -199,5 +200,80 @@ func TestSpareConnClosedByServerIsReplaced(t *testing.T) {
 	var hr *helloRefused
 	if !errors.As(err, &hr) || hr.errno != syscall.ENOENT {
 		t.Errorf("HELLO for a missing namespace on a spare: %v, want the server's ENOENT", err)
+	}
+}
+
+// waitReady waits until key k holds n ready spares.
+func waitReady(t *testing.T, p *sparePool, k helloKey, n int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		got := 0
+		if l := p.ready[k]; l != nil {
+			got = len(l.spares)
+		}
+		err := p.fillErr
+		p.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d ready spares of %v, want %d (the filler's last error: %v)", got, k, n, err)
+		}
+	}
+}
+
+// TestReadySparesRefilledInBatches: takes of a key's ready spares ask for
+// a refill only when fewer than readyLow are left, and only once until the
+// filler has run; the filler then makes the key's readyPerKey again in one
+// turn (makeReadyBatch), each spare with its HELLO answered and a port id
+// of its own.
+func TestReadySparesRefilledInBatches(t *testing.T) {
+	path := testServer(t)
+	var p sparePool
+	p.init(path)
+	k := helloKey{ns: "default", pid: 4300}
+	p.want(k)
+	p.wake()
+	waitReady(t, &p, k, readyPerKey)
+	var refills []bool
+	ports := map[uint32]bool{}
+	take := func() {
+		r, ok, refill := p.takeReady(k)
+		if !ok {
+			t.Fatalf("take %d: no ready spare", len(refills))
+		}
+		if ports[r.portid] {
+			t.Errorf("port id %d handed out twice", r.portid)
+		}
+		ports[r.portid] = true
+		unix.Close(r.fd)
+		refills = append(refills, refill)
+	}
+	for range readyPerKey {
+		take()
+	}
+	want := make([]bool, readyPerKey)
+	want[readyPerKey-readyLow] = true // the take that leaves readyLow-1
+	if d := cmp.Diff(want, refills); d != "" {
+		t.Errorf("refills asked (-want +got):\n%s", d)
+	}
+	p.wake()
+	waitReady(t, &p, k, readyPerKey)
+	if got := p.readyCounts(); got != readyPerKey {
+		t.Errorf("%d ready spares taken, want %d", got, readyPerKey)
+	}
+	p.mu.Lock()
+	made := p.readyMade
+	p.mu.Unlock()
+	if made != 2*readyPerKey {
+		t.Errorf("%d ready spares made, want %d (two batches)", made, 2*readyPerKey)
+	}
+	refills = nil
+	for range readyPerKey {
+		take()
+	}
+	if d := cmp.Diff(want, refills); d != "" {
+		t.Errorf("refills asked after the batch (-want +got):\n%s", d)
 	}
 }

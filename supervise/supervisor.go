@@ -82,10 +82,9 @@ func New(lfd int, cfg Config) (*Supervisor, error) {
 // nothing when the supervised processes are gone: its caller (Run) exits
 // once CMD has.
 //
-// Notifications are read by Workers goroutines, each locked to an OS
-// thread of its own and blocked in SECCOMP_IOCTL_NOTIF_RECV on the same
-// listener (seccomp_notify_recv() hands each notification to one of them;
-// several may wait).
+// Notifications are read by Workers goroutines, each blocked in
+// SECCOMP_IOCTL_NOTIF_RECV on the same listener (seccomp_notify_recv()
+// hands each notification to one of them; several may wait; worker).
 // Calls that cannot block — a receive with a datagram queued, the names,
 // most options, dup — are answered inline on the worker that read them:
 // the notification, the receive on the supervisor's copy of the socket,
@@ -121,12 +120,28 @@ const Workers = 1
 
 // worker is one notification loop (Serve). Its notification and call are
 // reused: an inline answer allocates nothing of its own.
+//
+// The worker is not locked to its thread, and it passes through the
+// scheduler (runtime.Gosched) once schedEvery has gone by since it last
+// did: a goroutine that only ever returns from one system call to make
+// the next keeps its P's schedtick, so sysmon takes it for one running
+// for forcePreemptNS (10 ms) and retakes its P from the ioctl (retake(),
+// runtime/proc.go) every 10 ms of traffic; each retake resets sysmon to
+// polling every 20 µs for the next millisecond and more. Measured with
+// perf sched_switch stacks of hack/peer-suite.sh's TestRuleListFiltered
+// (docs/EXEC.md): sysmon was the supervisor's most frequent sleeper after
+// the worker. A locked goroutine's Gosched hands its P to another thread
+// and back (two wake-ups); an unlocked one's is a turn of the scheduler
+// on the same thread.
 func (s *Supervisor) worker() error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	n := new(notif)
 	c := new(call)
+	last := time.Now()
 	for {
+		if now := time.Now(); now.Sub(last) >= schedEvery {
+			runtime.Gosched()
+			last = now
+		}
 		if err := recvNotif(s.lfd, n); err != nil {
 			if err == unix.ENOENT {
 				continue // the caller was interrupted before we read it
@@ -140,6 +155,10 @@ func (s *Supervisor) worker() error {
 		s.handle(c)
 	}
 }
+
+// schedEvery is how often the worker passes through the scheduler: well
+// within forcePreemptNS (10 ms) even when sysmon samples late.
+const schedEvery = 2 * time.Millisecond
 
 // Counts returns how many notifications each system call caused, by name,
 // "total", "waits": the receives that found nothing queued and waited
@@ -628,7 +647,8 @@ func (s *Supervisor) socket(c *call) {
 		locked = true
 		slot = s.freeSlot(c.tid, 0)
 	}
-	if r, ok := s.spare.takeReady(key); ok {
+	r, ok, refill := s.spare.takeReady(key)
+	if ok {
 		fd, portid, ino = r.fd, r.portid, r.ino
 		meanwhile()
 		s.nsMap.anchor(c.tid, nsid, ns, s.cfg.Socket) // made by the first socket(): a look-up
@@ -653,9 +673,12 @@ func (s *Supervisor) socket(c *call) {
 		ino = st.Ino
 		s.nsMap.anchor(c.tid, nsid, ns, s.cfg.Socket) // netns.go
 		s.spare.want(key)
+		refill = true
 	}
 	defer unix.Close(fd)
-	defer s.spare.wake() // after the answer (takeReady)
+	if refill {
+		defer s.spare.wake() // after the answer (takeReady)
+	}
 	if typ&unix.SOCK_NONBLOCK != 0 {
 		unix.SetNonblock(fd, true)
 	}
