@@ -15,6 +15,7 @@ package fib
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,6 +49,12 @@ type Tables struct {
 	// memo is getLeaf's last read, for the setLeaf that follows; guarded
 	// by mu.
 	memo leafMemo
+	// due lists the tables whose published store has a list of changes
+	// to fold (store.foldDue), for Tidy; guarded by mu. tidy mirrors
+	// len(due) > 0, so that Tidy with nothing to do takes no lock.
+	due    []uint32
+	tidy   atomic.Bool
+	tidies atomic.Uint64 // folds Tidy did
 	// routes counts stored entries (a sibling set counts once).
 	routes    atomic.Int64
 	merged    atomic.Bool
@@ -183,10 +190,20 @@ func (t *Tables) Unmerge() error {
 		nl.main, nl.local, nl.premerged = main, storeOf(local), old.main
 	}
 	t.lm.Store(nl)
+	if nl.main.foldDue() {
+		t.markDue(tableMain)
+	}
 	t.merged.Store(false)
 	t.unmerges.Add(1)
 	return nil
 }
+
+// TidyDue reports whether a table's list of changes may wait for Tidy
+// (true also when a change has folded it since).
+func (t *Tables) TidyDue() bool { return t.tidy.Load() }
+
+// Tidies returns how many folds Tidy has done.
+func (t *Tables) Tidies() uint64 { return t.tidies.Load() }
 
 // Unmerges returns how many times Unmerge split the tables (0 or 1).
 func (t *Tables) Unmerges() uint64 { return t.unmerges.Load() }
@@ -277,7 +294,49 @@ func (t *Tables) setLeaf(id uint32, p netip.Prefix, s []*attrs) {
 		old, _ = root.Get(p)
 	}
 	t.memo = leafMemo{}
-	t.publish(id, root.with(p, old, leafOf(s)))
+	nr := root.with(p, old, leafOf(s))
+	t.publish(id, nr)
+	if nr.foldDue() {
+		t.markDue(id)
+	}
+}
+
+// markDue records that table id's store has a list to fold (mu held).
+func (t *Tables) markDue(id uint32) {
+	if !slices.Contains(t.due, id) {
+		t.due = append(t.due, id)
+	}
+	t.tidy.Store(true)
+}
+
+// Tidy folds the lists of changes that reached smallMax into their
+// tables' large bart tables (store.fold) and publishes the folded stores.
+// No reader can tell: a folded store holds the same prefixes and entries
+// and keeps the read index, so a lookup, a get or a dump answers the same
+// from either. The server calls it once the reply to a request has been
+// sent and before it reads that connection's next request ("ACK first,
+// then tidy up", docs/ROUTELOAD.md), so that the client builds its next
+// request while the fold runs; a change that finds a list still waiting
+// folds it itself (store.with), so the backlog is one fold per table.
+//
+// It takes the writer lock, under which the fold ran inside the change
+// before. IPv4 needs no RTNL for it: RTNL orders route changes with the
+// unmerge, and both publish under the writer lock too, so a Tidy between
+// them changes nothing either can see. With nothing due it takes no lock.
+func (t *Tables) Tidy() {
+	if !t.tidy.Load() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range t.due {
+		if r := t.root(id); r.foldDue() {
+			t.publish(id, r.folded())
+			t.tidies.Add(1)
+		}
+	}
+	t.due = t.due[:0]
+	t.tidy.Store(false)
 }
 
 // intern returns the shared attrs for r (Dst ignored), taking a reference.

@@ -22,11 +22,12 @@ import (
 // new entry list for a prefix of the large table, or an empty one, a
 // tombstone, for a removal). Every smallMax changes the list is folded
 // into the large table with one BatchPersist (BenchmarkFoldCadence,
-// BenchmarkRouteLoad). A change costs one list node, where the small bart
+// BenchmarkRouteLoad): by Tables.Tidy, after the reply to the change that
+// filled the list has gone out, or else by the next change. A change costs one list node, where the small bart
 // table this list replaces copied the nodes of a path per insert (15 for
 // an IPv6 /64: 2.0 KB and 17 allocations of hack/routeload.sh's 3.3 KB and
 // 28 per route). In the list the newest node of a prefix wins over older
-// ones and over the large table. Readers walk the list (at most smallMax
+// ones and over the large table. Readers walk the list (at most smallMax+1
 // nodes) only while it exists; the read index (ix) covers the large table
 // and the list both.
 type store struct {
@@ -390,11 +391,28 @@ func (s *store) with(p netip.Prefix, old, l leaf) *store {
 	if l.head == nil {
 		n.tombs++
 	}
-	if n.npend >= smallMax || n.big.Size() < foldBelow {
+	// A list that reached smallMax waits for Tables.Tidy, which the
+	// server runs once this change's reply is sent; a change that finds
+	// it still waiting folds it now, so the list never holds more than
+	// smallMax+1 changes.
+	if n.npend > smallMax || n.big.Size() < foldBelow {
 		n.fold()
 	}
 	n.ix = indexed(n.ix, p, l, old.head != nil, n)
 	n.fx = n.ix.fullArrays()
+	return n
+}
+
+// foldDue reports whether s's list has reached smallMax changes: its fold
+// is Tables.Tidy's to do.
+func (s *store) foldDue() bool { return s != nil && s.npend >= smallMax }
+
+// folded returns s with its list folded into the large table: the same
+// prefixes and entries, so the same read index (s is unchanged).
+func (s *store) folded() *store {
+	n := new(store)
+	*n = *s
+	n.fold()
 	return n
 }
 

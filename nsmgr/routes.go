@@ -60,6 +60,18 @@ func (ns *Namespace) routeFIB(family uint8) *fib.FIB {
 	return ns.fib4
 }
 
+// Tidy does the work the namespace's last route changes left for after
+// their replies: the folds of the route tables' lists of changes
+// (fib.Tables.Tidy), which no reader can observe. A server calls it once a
+// request's reply is sent and before it reads that connection's next
+// request, so that the client prepares its next request meanwhile; a
+// caller that never calls it sees the same results (the next change
+// folds). With nothing to do it is two atomic loads.
+func (ns *Namespace) Tidy() {
+	ns.v4.Tidy()
+	ns.v6.Tidy()
+}
+
 // routeScratch is what changeRoute reuses from one request to the next:
 // the decoded request, its configuration (whose storage holds the built
 // route's hop) and the change's notifications.

@@ -106,6 +106,7 @@ func (cl *Client) Send(b []byte) error {
 			return syscall.EMSGSIZE
 		}
 		cl.c.handle(b)
+		cl.c.tidy()
 		return nil
 	}
 	_, err := cl.uc.Write(b)

@@ -188,6 +188,16 @@ func (c *conn) handle(b []byte) {
 	clear(c.msgs)
 }
 
+// tidy runs what the requests just handled left for after their replies
+// (nsmgr.Namespace.Tidy: the folds of the route tables' change lists),
+// once the replies are written or queued and before the connection's next
+// request is read. Without mu: it takes the tables' writer locks itself.
+func (c *conn) tidy() {
+	if c.ns != nil {
+		c.ns.Tidy()
+	}
+}
+
 func (c *conn) handleMsg(m *rtnl.Message) {
 	typ, flags := uint16(m.Header.Type), uint16(m.Header.Flags)
 	if typ >= rtnl.NLEMU_CTRL_MIN && typ <= rtnl.NLEMU_CTRL_MAX {

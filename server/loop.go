@@ -483,13 +483,16 @@ func recvDontWait(fd int, buf []byte) (int, syscall.Errno) {
 
 // answer handles request b and writes what it caused, before the next
 // request is read: the reply goes out without waking the writer
-// goroutine. False when the connection is gone.
+// goroutine; then the work the request left for after its reply runs
+// (conn.tidy), while the client prepares its next request. False when
+// the connection is gone.
 func (lc *loopConn) answer(b []byte) bool {
 	c := lc.c
 	c.q.hold()
 	c.handle(b)
 	ok := lc.w.drain()
 	c.q.release()
+	c.tidy()
 	return ok
 }
 
