@@ -107,6 +107,9 @@ type Options struct {
 	syncDepth  int   // fdatasyncs in flight at once (default 4; tests make it 1)
 	// ticks, when set, replaces the flusher's ticker (tests step it).
 	ticks <-chan time.Time
+	// onReadAhead, when set, is told of each range of journal num the
+	// allocator read ahead (readAheadRoom), once it is read.
+	onReadAhead func(num uint64, off, end int64)
 }
 
 const (
@@ -254,10 +257,11 @@ type Journal struct {
 	flushing   bool   // guarded by mu
 	allocating bool   // guarded by mu
 	syncedSeq  uint64 // guarded by mu: the last record an fdatasync covered
-	// prefaulted is where the records ended at the last prefault (read
-	// ahead), and prefaultEnd where it stopped (offsets in the current
-	// file).
-	prefaulted, prefaultEnd int64 // guarded by mu
+	// readAhead is where the allocator's last read-ahead of the room
+	// ended in the current file (readAheadRoom), and readingAhead is set
+	// while it reads (a rotation or a new mapping waits for it).
+	readAhead    int64 // guarded by mu
+	readingAhead bool  // guarded by mu
 	// wroteBack is where the flusher's last write-back of whole pages
 	// ended, in journal wroteBackNum.
 	wroteBack    int64         // guarded by mu
@@ -918,7 +922,12 @@ func (j *Journal) rotate() {
 	}
 	hdr := appendRecord(nil, record{Seq: j.lastWritten, Kind: kindJournal, Payload: le.AppendUint64(nil, num)})
 	queued := j.used - j.written
-	need := int64(len(hdr)) + queued + j.reservedLocked() + j.opt.allocChunk
+	// Rounded up to whole pages, as the chunks are: a page that the end
+	// of the file cuts is left out of the page cache by the allocator's
+	// read-ahead (the kernel leaves it not up to date, and reads it in
+	// the fault of the store that reaches it), and the end of the room
+	// moves by whole chunks from here.
+	need := (int64(len(hdr)) + queued + j.reservedLocked() + j.opt.allocChunk + 4095) &^ 4095
 	fail := func(err error) {
 		j.opt.Logf("journal: cannot start %s: %v", name, err)
 		f.Close()
@@ -963,7 +972,11 @@ func (j *Journal) rotate() {
 	if j.mapped != nil {
 		j.unmap()
 		j.mapCur()
-		j.prefaulted, j.prefaultEnd = 0, 0
+		j.readAhead = 0
+		select {
+		case j.kick <- struct{}{}: // the allocator reads the new file's room ahead
+		default:
+		}
 	}
 	if j.closedBytes >= j.snapBytes && !j.closing { // Close closes compactCh
 		select {

@@ -100,9 +100,10 @@ func (j *Journal) writeOpen() {
 	j.stats.Bytes += uint64(size)
 	close(g.done)
 	if j.failed == nil && j.written >= j.opt.RotateBytes {
-		// The flusher syncs and allocates on the current file's handles:
-		// let it finish before they are closed.
-		for j.flushing || j.allocating {
+		// The flusher syncs and allocates on the current file's handles,
+		// and reads ahead in its mapping: let it finish before they are
+		// closed.
+		for j.flushing || j.allocating || j.readingAhead {
 			j.cond.Wait()
 		}
 		if j.failed == nil {
@@ -144,7 +145,8 @@ func (j *Journal) flush() {
 // allocator extends the file ahead of the records when asked (kick), for
 // both leader policies, so that neither the changes nor the flusher's
 // fdatasyncs wait for an allocation (an fallocate of 4 MiB; without one,
-// 4 MiB of zeros and their fdatasync).
+// 4 MiB of zeros and their fdatasync), and reads the room into the page
+// cache (readAheadRoom).
 func (j *Journal) allocator() {
 	defer close(j.allocDone)
 	for {
@@ -155,6 +157,7 @@ func (j *Journal) allocator() {
 			j.allocateAhead()
 			j.allocating = false
 			j.cond.Broadcast()
+			j.readAheadRoom()
 			j.mu.Unlock()
 		case <-j.stopFlush:
 			return
@@ -163,64 +166,74 @@ func (j *Journal) allocator() {
 }
 
 // syncWritten fdatasyncs the records written since the last fdatasync, if
-// any, on the current file's lane (under Interval), then reads the file
-// ahead of the records into the page cache (prefault).
+// any, on the current file's lane (under Interval).
 func (j *Journal) syncWritten() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.opt.Fsync == Interval {
 		j.syncLocked()
 	}
-	j.prefault()
 }
 
-// prefaultMin and prefaultMax bound how far ahead of the records the file
-// is read ahead: twice what was stored in the last interval.
-const (
-	prefaultMin = 64 << 10
-	prefaultMax = 4 << 20
-)
+// readAheadStep is how much of the room one madvise(MADV_WILLNEED) reads
+// ahead: the kernel clamps a WILLNEED to the device's read-ahead size
+// (force_page_cache_ra(): max(io_pages, ra_pages)), 128 KiB by default, so
+// a larger range would be read ahead only in part.
+const readAheadStep = 128 << 10
 
-// prefault reads the file's pages ahead of the records into the page
-// cache (madvise MADV_WILLNEED: readahead, which for fallocate's unwritten
-// extents is the allocation and zeroing of the pages, with no I/O, and for
-// room on disk a read off the store path), so that the stores' faults
-// find them there. It maps nothing and dirties nothing. It used to
-// populate the mapping writable ahead (MADV_POPULATE_WRITE), so that a
-// store, then under a mutex every change waited for, rarely faulted; the
-// stores take no lock now (a fault stops only its own change), and
-// pages made dirty ahead were written back by the next fdatasync as zeros
-// and write-protected, and the stores faulted on them anyway: in a model
-// of the flusher (BenchmarkMappedStoreAdvice) 1.4 faults per page
-// (populate's included) and 204-219 ns of CPU per record writable ahead,
-// 0.42-0.46 and 123-131 ns read ahead (the page cache's large folios: a
-// fault maps several pages). Under `nlemu load --netns 512 --family 4 --state
-// DIR` the CPU per rule came out the same in six alternating rounds
-// (docs/STATE.md); what this saves for sure is the writeback of zero
-// pages. The mapping may be replaced meanwhile (a rotation), and
-// madvise on the old range then fails or reads ahead nothing that matters.
-// Called with mu held; it drops it meanwhile.
-func (j *Journal) prefault() {
-	j.peekSeg()
-	if j.mapped == nil || j.failed != nil {
+// readAheadRoom reads the current file's room, from the records' page to
+// the end of what is allocated, into the page cache (madvise
+// MADV_WILLNEED), so that a store's page fault finds its page there. For
+// fallocate's unwritten extents that is the allocation and zeroing of the
+// pages (ext4_mpage_readpages() zeroes them, no I/O). Without it a store
+// that touches a page not in the page cache reads around it in the fault
+// (filemap_fault(), do_sync_mmap_readahead(): up to the read-ahead size,
+// 8 MiB on this project's test machine, allocated and zeroed while the
+// client's thread is in the fault, with its goroutine's P): in
+// BenchmarkApplyParallel (interval, 512 clients) the stores' faults were
+// then 58% of the samples, 25% the zeroing of that read-around, and one
+// store of a model (a fallocated file's mapping stored into page by page)
+// took up to 184 ms at load average 10 against 8 ms with the room read
+// ahead. The allocator calls it after each allocation (the two chunks
+// kept ahead: the room is in the page cache 4 MiB or more before the
+// stores reach it), and at the start and after a rotation, with mu held;
+// it drops mu while it reads, with readingAhead set, so that nothing
+// unmaps or replaces the mapping meanwhile (turnSeg and writeOpen wait
+// for it). It never reads past alloc: below it the file's blocks exist
+// (fallocated), past it the mapping is past the end of the file. It maps
+// nothing and dirties nothing: pages populated writable ahead
+// (MADV_POPULATE_WRITE) were written back as zeros by the next fdatasync
+// and write-protected, and the stores faulted on them anyway. The flusher
+// used to read ahead after each tick, twice what the last interval
+// stored: 64 KiB at the first tick of a load, and the stores ran past
+// it (docs/STATE.md, Writing records).
+func (j *Journal) readAheadRoom() {
+	if j.mapped == nil || j.failed != nil || j.closing {
 		return
 	}
-	stored := j.written - j.prefaulted
-	if stored <= 0 && j.prefaultEnd > j.written {
-		return // nothing stored since: the pages ahead are still there
-	}
-	ahead := min(max(2*stored, prefaultMin), prefaultMax)
-	start := j.written &^ 4095
-	end := min(j.alloc, start+ahead, int64(len(j.mapped)))
-	j.prefaulted = j.written
+	start := max(j.readAhead, j.written) &^ 4095 // madvise takes whole pages
+	end := min(j.alloc, int64(len(j.mapped)))
 	if end <= start {
 		return
 	}
-	b := j.mapped[start:end]
+	m, num := j.mapped, j.curNum
+	j.readingAhead = true
 	j.mu.Unlock()
-	unix.Madvise(b, unix.MADV_WILLNEED)
+	for off := start; off < end; off += readAheadStep {
+		unix.Madvise(m[off:min(off+readAheadStep, end)], unix.MADV_WILLNEED) // an error only leaves the stores to fault the pages in
+	}
+	if j.opt.onReadAhead != nil {
+		j.opt.onReadAhead(num, start, end)
+	}
 	j.mu.Lock()
-	j.prefaultEnd = end
+	j.readingAhead = false
+	j.cond.Broadcast()
+	if j.curNum == num {
+		// Up to the last whole page: a page the end of the file cuts
+		// (a journal reopened at start-up may end anywhere) is read
+		// again with the next room.
+		j.readAhead = max(j.readAhead, end&^4095)
+	}
 }
 
 // syncLocked is syncWritten's fdatasync. Called with mu held; it drops it
@@ -570,7 +583,7 @@ func (j *Journal) turnSeg(s *seg, n int64) *batch {
 		if j.seg.Load() != s {
 			return nil // turned by another change meanwhile
 		}
-		if !j.flushing && !j.allocating {
+		if !j.flushing && !j.allocating && !j.readingAhead {
 			break
 		}
 		// The flusher syncs and allocates on the current file's handles
