@@ -337,6 +337,13 @@ func malformedCases() []badCase {
 	add("set link af_spec unknown family", mfMsg(mfSetLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(26, mfNest(99, mfU32(1, 1)))))
 	add("set link af_spec inet6 garbage", mfMsg(mfSetLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(26, mfA(mfAfInet6, 1, 2, 3))))
 	add("set link group 2 bytes", mfMsg(mfSetLink, mfFRA, ifinfo(0, 1, 0, 0), mfA(mfIflaGroup, 1, 0)))
+	// Only rtnl_newlink() reads IFLA_LINKINFO, and it ignores the nested
+	// types it has no use for.
+	add("set link linkinfo ignored", mfMsg(mfSetLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(mfIflaLinkinfo, mfA(mfIflaInfoData, 8, 0, 1, 0, 1, 0, 0, 0))))
+	add("new link lo linkinfo unknown type", mfMsg(mfNewLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(mfIflaLinkinfo, mfA(0x3030, '0', '0', '0', '0'))))
+	add("new link lo linkinfo xstats", mfMsg(mfNewLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(mfIflaLinkinfo, mfA(3, '0', '0', '0', '0'))))
+	add("new link lo linkinfo slave kind", mfMsg(mfNewLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(mfIflaLinkinfo, mfStr(4, "bridge"))))
+	add("new link lo linkinfo slave kind empty", mfMsg(mfNewLink, mfFRA, ifinfo(0, 1, 0, 0), mfNest(mfIflaLinkinfo, mfA(4))))
 	add("del link lo", mfMsg(mfDelLink, mfFRA, ifinfo(0, 1, 0, 0)))
 	add("del link unknown", mfMsg(mfDelLink, mfFRA, ifinfo(0, 77, 0, 0)))
 	add("del link index -1", mfMsg(mfDelLink, mfFRA, ifinfo(0, -1, 0, 0)))

@@ -162,6 +162,62 @@ func TestOperstateOnlyNoOpTransitions(t *testing.T) {
 	}
 }
 
+// TestLinkInfoNestedTypesIgnoredLikeRtnlNewlink: rtnl_newlink() parses
+// IFLA_LINKINFO with nla_parse_nested_deprecated(), which ignores types
+// above IFLA_INFO_MAX, and reads neither IFLA_INFO_UNSPEC, IFLA_INFO_XSTATS
+// nor IFLA_INFO_SLAVE_KIND (measured on lo: each accepted, nothing
+// changed; an empty IFLA_INFO_SLAVE_KIND is ERANGE, its NLA_STRING
+// policy). IFLA_INFO_SLAVE_DATA, a port's options, stays refused.
+func TestLinkInfoNestedTypesIgnoredLikeRtnlNewlink(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		attr        []byte
+		errno       syscall.Errno
+		unsupported uint32
+	}{
+		{"unspec", attr(0, []byte("0000")), 0, 0},
+		{"xstats", attr(IFLA_INFO_XSTATS, []byte("0000")), 0, 0},
+		{"slave kind", attr(IFLA_INFO_SLAVE_KIND, []byte("bridge\x00")), 0, 0},
+		{"slave kind empty", attr(IFLA_INFO_SLAVE_KIND, nil), syscall.ERANGE, 0},
+		{"above IFLA_INFO_MAX", attr(0x3030, []byte("0000")), 0, 0},
+		{"slave data", attr(IFLA_INFO_SLAVE_DATA, attr(1, []byte{1, 0, 0, 0})), 0, 36},
+	} {
+		got, err := DecodeLinkConf(linkReq(RTM_NEWLINK, ifi(0, 1, 0, 0, attr(IFLA_LINKINFO, c.attr))))
+		if c.errno != 0 {
+			if err == nil || err.Errno != c.errno {
+				t.Errorf("%s: error %v, want %v", c.name, err, c.errno)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got.Unsupported != c.unsupported {
+			t.Errorf("%s: unsupported at %d, want %d", c.name, got.Unsupported, c.unsupported)
+		}
+	}
+}
+
+// TestSetlinkIgnoresLinkInfoLikeDoSetlink: do_setlink() never reads
+// IFLA_LINKINFO, so an RTM_SETLINK carrying one, even an IFLA_INFO_DATA
+// with no kind or one nlemu would refuse on an RTM_NEWLINK, is accepted
+// and changes nothing (measured on lo).
+func TestSetlinkIgnoresLinkInfoLikeDoSetlink(t *testing.T) {
+	for _, li := range [][]byte{
+		attr(IFLA_INFO_DATA, attr(1, []byte{1, 0, 0, 0})),
+		append(attr(IFLA_INFO_KIND, []byte("bridge\x00")), attr(IFLA_INFO_DATA, attr(1, []byte{1, 0, 0, 0}))...),
+		attr(IFLA_INFO_SLAVE_DATA, nil),
+	} {
+		c, err := DecodeLinkConf(linkReq(RTM_SETLINK, ifi(0, 1, 0, 0, attr(IFLA_LINKINFO, li))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Unsupported != 0 || c.Bridge != nil || c.Kind != "" || c.HasInfoData {
+			t.Errorf("linkinfo %x: %+v, want it ignored", li, c)
+		}
+	}
+}
+
 // FuzzLinkAttrs: one attribute of any type and payload, on a setlink or a
 // newlink, decodes or fails at its own offset; nothing panics.
 func FuzzLinkAttrs(f *testing.F) {
@@ -183,8 +239,10 @@ func FuzzLinkAttrs(f *testing.F) {
 			}
 			return
 		}
-		if c.Unsupported != 0 && c.Unsupported != 32 {
-			t.Fatalf("unsupported offset %d", c.Unsupported)
+		// The attribute itself (32) or one nested in it (an
+		// IFLA_LINKINFO's IFLA_INFO_SLAVE_DATA).
+		if c.Unsupported != 0 && (c.Unsupported < 32 || int(c.Unsupported) >= 32+nlaHdrLen+len(v)) {
+			t.Fatalf("unsupported offset %d, outside the attribute", c.Unsupported)
 		}
 	})
 }
