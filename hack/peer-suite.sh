@@ -20,6 +20,9 @@
 # TestRuleListFiltered's goroutines moved to another OS thread (so to
 # another network namespace) and how they had left their thread
 # (hack/trace-moves.py).
+# With /usr/bin/time installed it ends with the context switches (sleeps
+# and preemptions) of the supervisor, the test binary and the server while
+# the nlemu side ran, in all and per socket().
 # -strace-kernel runs the kernel side under `strace -f`, which makes every
 # system call slow as nlemu's are: TestRuleListFiltered's subtests then
 # fail on the kernel too (they run on goroutines that are not locked to
@@ -115,7 +118,19 @@ mkdir -p "$work/home"
 [ "$(id -u)" = 0 ] && chown 65534:65534 "$work/home"
 # Inside unshare -r the user is "root" of its own user namespace: nlemu's
 # caches go under a home of its own.
-"${runas[@]}" env NLEMU_SOCKET="$sock" NLEMU_EXEC_STATS="$work/sock/exec-stats.json" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v "${ntrace[@]}" >nlemu.txt 2>&1 || true
+# Context switches (how often each side's threads slept, and were
+# preempted) while the nlemu side ran: the supervisor's (nlemu exec's own,
+# /usr/bin/time's figure of it and its children less the test binary's),
+# the test binary's, and the server's (its threads' counts in /proc).
+srvcs() { cat /proc/"$srv"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt/ {v += $2} /^nonvoluntary_ctxt/ {n += $2} END {print v + 0, n + 0}'; }
+otime=() itime=()
+if [ -x /usr/bin/time ]; then
+	otime=(/usr/bin/time -f '%w %c' -o "$work/sock/cs-outer")
+	itime=(/usr/bin/time -f '%w %c' -o "$work/sock/cs-test")
+fi
+cs0=$(srvcs)
+"${runas[@]}" "${otime[@]}" env NLEMU_SOCKET="$sock" NLEMU_EXEC_STATS="$work/sock/exec-stats.json" HOME="$work/home" XDG_CACHE_HOME="$work/home/.cache" unshare -r ./nlemu exec --seccomp -n default -- "${itime[@]}" "${gmp[@]}" ./netlink.test -test.run "$run" -test.count "$count" -test.v "${ntrace[@]}" >nlemu.txt 2>&1 || true
+cs1=$(srvcs)
 
 count() { # file level(top|all) verdict
 	local pat='^--- '
@@ -157,6 +172,17 @@ for t in $gained; do
 done
 echo "namespaces left on the server: $(NLEMU_SOCKET="$sock" "${runas[@]}" ./nlemu netns list | tr '\n' ' ')"
 echo "supervisor notifications (all runs): $(cat "$work/sock/exec-stats.json" 2>/dev/null)"
+if [ -s "$work/sock/cs-outer" ] && [ -s "$work/sock/cs-test" ]; then
+	# the last line: a failing test adds "Command exited with non-zero status" before it
+	read -r ov oc <<<"$(tail -1 "$work/sock/cs-outer")"
+	read -r tv tc <<<"$(tail -1 "$work/sock/cs-test")"
+	read -r sv0 sn0 <<<"$cs0"
+	read -r sv1 sn1 <<<"$cs1"
+	socks=$(sed -nE 's/.*"socket":([0-9]+).*/\1/p' "$work/sock/exec-stats.json" 2>/dev/null)
+	awk -v s="${socks:-0}" -v ev=$((ov - tv)) -v ec=$((oc - tc)) -v tv="$tv" -v tc="$tc" -v sv=$((sv1 - sv0)) -v sn=$((sn1 - sn0)) 'BEGIN {
+		printf "context switches under nlemu, slept/preempted (per socket() of %d): supervisor %d/%d (%.1f/%.1f), test binary %d/%d (%.1f/%.1f), server %d/%d (%.1f/%.1f)\n",
+			s, ev, ec, s ? ev / s : 0, s ? ec / s : 0, tv, tc, s ? tv / s : 0, s ? tc / s : 0, sv, sn, s ? sv / s : 0, s ? sn / s : 0}'
+fi
 if [ $trace = 1 ]; then
 	for side in kernel nlemu; do
 		echo "$side: TestRuleListFiltered's goroutines (go tool trace)"
