@@ -227,7 +227,7 @@ func waitReady(t *testing.T, p *sparePool, k helloKey, n int) {
 // a refill only when fewer than readyLow are left, and only once until the
 // filler has run; the filler then makes the key's readyPerKey again in one
 // turn (makeReadyBatch), each spare with its HELLO answered and a port id
-// of its own.
+// no other open one has.
 func TestReadySparesRefilledInBatches(t *testing.T) {
 	path := testServer(t)
 	var p sparePool
@@ -247,7 +247,8 @@ func TestReadySparesRefilledInBatches(t *testing.T) {
 			t.Errorf("port id %d handed out twice", r.portid)
 		}
 		ports[r.portid] = true
-		unix.Close(r.fd)
+		// kept open to the end: a closed socket's port id is free again
+		t.Cleanup(func() { unix.Close(r.fd) })
 		refills = append(refills, refill)
 	}
 	for range readyPerKey {
