@@ -110,6 +110,9 @@ type Options struct {
 	// onReadAhead, when set, is told of each range of journal num the
 	// allocator read ahead (readAheadRoom), once it is read.
 	onReadAhead func(num uint64, off, end int64)
+	// onTouch, when set, is told of each page of journal num a store
+	// populated ahead (touchAhead).
+	onTouch func(num uint64, off int64)
 }
 
 const (
@@ -581,6 +584,7 @@ func (j *Journal) reserve(n int64) error {
 			return err
 		}
 		j.alloc += grow
+		j.grewAlloc()
 		j.room.Add(grow)
 	}
 	return nil
@@ -904,6 +908,7 @@ func (j *Journal) allocateAhead() {
 		if end := off + j.opt.allocChunk; end > j.alloc {
 			j.room.Add(end - j.alloc)
 			j.alloc = end
+			j.grewAlloc()
 		}
 	}
 }
