@@ -31,6 +31,14 @@ func mono() int64 { return int64(time.Since(epoch)) }
 
 // Lock takes RTNL, counting the acquisition and the time spent waiting.
 func (l *RTNL) Lock() {
+	// Uncontended, the wait is nil: one clock read instead of two (each
+	// change of a route takes RTNL, and the reads were a tenth of the
+	// IPv4 route handler).
+	if l.mu.TryLock() {
+		l.lockedAt = mono()
+		l.acq.Add(1)
+		return
+	}
 	t0 := mono()
 	l.mu.Lock()
 	t1 := mono()
