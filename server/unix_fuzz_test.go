@@ -180,8 +180,8 @@ func FuzzUnixHandshake(f *testing.F) {
 // options, bind, namespace management, stats, and every reserved type)
 // with arbitrary flags and payload on an in-process socket, then a probe.
 // Checks: SETSOCKOPT, BIND and unknown types answer NLEMU_ACK exactly when
-// NLM_F_ACK is set; namespace management and stats always answer an
-// NLMSG_ERROR; a refused namespace change leaves the registry as it was;
+// NLM_F_ACK is set; namespace management (the ephemeral list too) and
+// stats always answer an NLMSG_ERROR; a refused namespace change leaves the registry as it was;
 // the socket answers the probe after. Seeds (testdata/fuzz/FuzzControl)
 // are the control messages the shim and `nlemu netns|stats` sent.
 func FuzzControl(f *testing.F) {
@@ -203,7 +203,8 @@ func FuzzControl(f *testing.F) {
 			t.Fatal(err)
 		}
 		admin := typ == rtnl.NLEMU_NETNS_ADD || typ == rtnl.NLEMU_NETNS_DEL ||
-			typ == rtnl.NLEMU_NETNS_LIST || typ == rtnl.NLEMU_STATS
+			typ == rtnl.NLEMU_NETNS_LIST || typ == rtnl.NLEMU_STATS ||
+			typ == rtnl.NLEMU_NETNS_EPHEMERAL
 		if admin || flags&rtnl.NLM_F_ACK != 0 {
 			var got *rtnl.Message
 			for got == nil {
