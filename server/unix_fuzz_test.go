@@ -181,8 +181,8 @@ func FuzzUnixHandshake(f *testing.F) {
 // with arbitrary flags and payload on an in-process socket, then a probe.
 // Checks: SETSOCKOPT, BIND and unknown types answer NLEMU_ACK exactly when
 // NLM_F_ACK is set; namespace management (the ephemeral list too) and
-// stats always answer an NLMSG_ERROR; a refused namespace change leaves the registry as it was;
-// the socket answers the probe after. Seeds (testdata/fuzz/FuzzControl)
+// stats always answer an NLMSG_ERROR; a refused namespace change leaves
+// the registry as it was; the socket answers the probe after. Seeds (testdata/fuzz/FuzzControl)
 // are the control messages the shim and `nlemu netns|stats` sent.
 func FuzzControl(f *testing.F) {
 	f.Add(uint8(1), uint16(0), []byte("\x0e\x01\x00\x00\x00\xfe\x00\x00\x00\x80\x00\x00"))
