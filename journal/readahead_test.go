@@ -100,17 +100,7 @@ func TestRoomReadAheadStaysBelowAlloc(t *testing.T) {
 	log.mu.Lock()
 	log.closed = true
 	log.mu.Unlock()
-	e2 := openEnv(t, dir, Options{Fsync: Interval})
-	got := map[string]string{}
-	for ns := range want {
-		got[ns] = e2.state(ns)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("restored state (-acknowledged +restored):\n%s", diff)
-	}
-	if e2.rs.TornBytes != 0 || e2.rs.Failed != 0 || e2.rs.Holes != 0 {
-		t.Errorf("restore: %+v", *e2.rs)
-	}
+	restoresAcknowledged(t, dir, want)
 }
 
 // residentPages counts the pages of b, a file mapping, whose page is in
@@ -189,17 +179,25 @@ func TestTouchAheadStaysBelowAlloc(t *testing.T) {
 				// pages: every page ahead lies past it.
 				t.Error("no page populated ahead")
 			}
-			e2 := openEnv(t, dir, Options{Fsync: Interval})
-			got := map[string]string{}
-			for ns := range want {
-				got[ns] = e2.state(ns)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("restored state (-acknowledged +restored):\n%s", diff)
-			}
-			if e2.rs.TornBytes != 0 || e2.rs.Failed != 0 || e2.rs.Holes != 0 {
-				t.Errorf("restore: %+v", *e2.rs)
-			}
+			restoresAcknowledged(t, dir, want)
 		})
+	}
+}
+
+// restoresAcknowledged opens the state in dir again and checks that it
+// restores want (namespace → state) whole: no torn bytes, no failed
+// record, no hole.
+func restoresAcknowledged(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	e := openEnv(t, dir, Options{Fsync: Interval})
+	got := map[string]string{}
+	for ns := range want {
+		got[ns] = e.state(ns)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restored state (-acknowledged +restored):\n%s", diff)
+	}
+	if e.rs.TornBytes != 0 || e.rs.Failed != 0 || e.rs.Holes != 0 {
+		t.Errorf("restore: %+v", *e.rs)
 	}
 }
