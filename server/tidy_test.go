@@ -21,19 +21,10 @@ import (
 // same adds through Namespace.Do alone (no Tidy) leave every fold to the
 // next change: Tidies stays 0.
 func TestTidyRunsAfterTheReply(t *testing.T) {
-	for _, unix := range []bool{false, true} {
-		t.Run(fmt.Sprintf("unix=%v", unix), func(t *testing.T) {
-			srv := server.New(server.Config{})
-			defer srv.Close()
-			srv.Namespaces().Add("b")
-			dial := func() (*server.Client, error) { return srv.Dial(server.Options{Namespace: "b"}) }
-			if unix {
-				path := t.TempDir() + "/s.sock"
-				if _, err := srv.ListenUnix(path); err != nil {
-					t.Fatal(err)
-				}
-				dial = func() (*server.Client, error) { return server.DialUnix(path, server.Options{Namespace: "b"}) }
-			}
+	for _, tname := range []string{"inproc", "unix"} {
+		t.Run(tname, func(t *testing.T) {
+			srv, dials := transports(t)
+			dial := dials[tname]
 			c, err := dial()
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +35,7 @@ func TestTidyRunsAfterTheReply(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			ns, _ := srv.Namespaces().Get("b")
+			ns, _ := srv.Namespaces().Get("default")
 			ackOK(t, c, rtnl.AppendMessage(nil, rtnl.RTM_NEWLINK, rtnl.NLM_F_REQUEST|rtnl.NLM_F_ACK, 1, 0, loUp()))
 			for _, fam := range []uint8{rtnl.AF_INET, rtnl.AF_INET6} {
 				tb := tablesOf(ns, fam)
