@@ -26,8 +26,14 @@ func (ns *Namespace) applyLinkEvents(evs []netdev.Event) {
 		for _, n := range ev.Msgs {
 			ns.sendLinkNotify(n)
 		}
+		if ev.Kind == netdev.EvRegister {
+			ns.sendNetconfNotify(ev)
+		}
 		ns.rulesLinkEvent(ev)
 		addrLinkEvent(ns, ev)
+		if ev.Kind == netdev.EvUnregister {
+			ns.sendNetconfNotify(ev)
+		}
 	}
 }
 
@@ -43,6 +49,46 @@ func (ns *Namespace) rulesLinkEvent(ev netdev.Event) {
 		case netdev.EvUnregister:
 			o.DevUnregistered(ev.Link.Index)
 		}
+	}
+}
+
+const (
+	rtnlgrpIPv4Netconf = 24 // RTNLGRP_IPV4_NETCONF
+	rtnlgrpIPv6Netconf = 25 // RTNLGRP_IPV6_NETCONF
+)
+
+// sendNetconfNotify sends the netconf messages of a device's registration
+// and unregistration, before its RTM_NEWLINK / RTM_DELLINK as the kernel's
+// netdev notifiers do (and, going, after its addresses and routes: the
+// families' NETDEV_UNREGISTER handlers remove those first): an RTM_NEWNETCONF with every attribute for each
+// family the device has state in (devinet_sysctl_register() and
+// addrconf_sysctl_register() → inet_netconf_notify_devconf(NETCONFA_ALL)),
+// and an RTM_DELNETCONF of the ifindex alone when it goes
+// (devinet_sysctl_unregister(), addrconf_sysctl_unregister()). IPv4 first,
+// then IPv6; a family without state (an MTU below its minimum) sends
+// nothing.
+func (ns *Namespace) sendNetconfNotify(ev netdev.Event) {
+	if ev.Kind != netdev.EvRegister && ev.Kind != netdev.EvUnregister {
+		return
+	}
+	for _, f := range [...]struct {
+		family uint8
+		group  uint32
+		conf   []int32
+	}{
+		{rtnl.AF_INET, rtnlgrpIPv4Netconf, ev.Link.Inet4Conf},
+		{rtnl.AF_INET6, rtnlgrpIPv6Netconf, ev.Link.Inet6.Conf},
+	} {
+		if f.conf == nil || !ns.hasListeners(f.group, nil) {
+			continue
+		}
+		var b []byte
+		if ev.Kind == netdev.EvRegister {
+			b = rtnl.AppendNetconf(nil, 0, 0, 0, netconfOf(f.family, ev.Link.Index, f.conf))
+		} else {
+			b = rtnl.AppendDelNetconf(nil, f.family, ev.Link.Index)
+		}
+		ns.notify(f.group, b, nil)
 	}
 }
 

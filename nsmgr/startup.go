@@ -258,13 +258,22 @@ func (ns *Namespace) tableExists(family uint8, id uint32) bool {
 
 // netconf returns the netconf of ifindex (a device, or all / default).
 func (ns *Namespace) netconf(family uint8, ifindex int32) *rtnl.Netconf {
-	var v netdev.Netconf
+	var c []int32
 	if family == rtnl.AF_INET6 {
-		c, _ := ns.devs.Inet6Conf(ifindex)
-		v = netdev.Netconf6(c)
+		c, _ = ns.devs.Inet6Conf(ifindex)
 	} else {
-		c, _ := ns.devs.Inet4Conf(ifindex)
-		v = netdev.Netconf4(c)
+		c, _ = ns.devs.Inet4Conf(ifindex)
+	}
+	return netconfOf(family, ifindex, c)
+}
+
+// netconfOf is the netconf message of a family's configuration c
+// (inet_netconf_fill_devconf(), inet6_netconf_fill_devconf() with
+// NETCONFA_ALL).
+func netconfOf(family uint8, ifindex int32, c []int32) *rtnl.Netconf {
+	v := netdev.Netconf4(c)
+	if family == rtnl.AF_INET6 {
+		v = netdev.Netconf6(c)
 	}
 	return &rtnl.Netconf{
 		Family: family, Ifindex: ifindex, Forwarding: v.Forwarding, RPFilter: v.RPFilter,

@@ -21,6 +21,7 @@ const (
 	RTM_NEWADDRLABEL     = 72
 	RTM_GETADDRLABEL     = 74
 	RTM_NEWNETCONF       = 80
+	RTM_DELNETCONF       = 81
 	RTM_GETNETCONF       = 82
 	RTM_GETMDB           = 86
 	RTM_NEWSTATS         = 92
@@ -360,6 +361,15 @@ func AppendNetconf(dst []byte, flags uint16, seq, pid uint32, n *Netconf) []byte
 	e.u32(netconfaProxyNeigh, uint32(n.ProxyNeigh))
 	e.u32(netconfaIgnoreRoutesWithLinkdown, uint32(n.IgnoreRoutesWithLinkdown))
 	return AppendMessage(dst, RTM_NEWNETCONF, flags, seq, pid, e.b)
+}
+
+// AppendDelNetconf appends the RTM_DELNETCONF a device's unregistration
+// sends for family: inet_netconf_notify_devconf() and
+// inet6_netconf_notify_devconf() with type 0 fill only NETCONFA_IFINDEX.
+func AppendDelNetconf(dst []byte, family uint8, ifindex int32) []byte {
+	e := linkEnc{b: []byte{family, 0, 0, 0}}
+	e.u32(netconfaIfindex, uint32(ifindex))
+	return AppendMessage(dst, RTM_DELNETCONF, 0, 0, 0, e.b)
 }
 
 // NetconfPrefix is the extack prefix of a family's netconf messages.
