@@ -57,16 +57,7 @@ func TestRoomReadAheadStaysBelowAlloc(t *testing.T) {
 	ticks := make(chan time.Time) // the flusher never ticks: Close syncs
 	e := openEnv(t, dir, Options{Fsync: Interval, ticks: ticks, allocChunk: 16 << 10, RotateBytes: 64 << 10, onReadAhead: log.hook})
 	const nss, rules = 20, 200 // about 240 KiB of records: two rotations at least
-	for n := range nss {
-		if err := e.srv.Namespaces().Add(fmt.Sprint("ra", n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range rules {
-		for n := range nss {
-			e.mustDo(fmt.Sprint("ra", n), ruleAdd(rtnl.AF_INET, 0, uint32(100+i)))
-		}
-	}
+	addRulesRoundRobin(t, e, "ra", nss, rules)
 	// The stores ask for room once per 64 KiB of records (kickShift),
 	// more than this test's chunks: ask once more, for the room ahead now.
 	e.j.kick <- struct{}{}
@@ -155,16 +146,7 @@ func TestTouchAheadStaysBelowAlloc(t *testing.T) {
 			log := &readAheadLog{t: t, dir: dir, files: map[uint64]int{}}
 			e := openEnv(t, dir, Options{Fsync: Interval, allocChunk: chunk, RotateBytes: 96 << 10, onTouch: log.touchHook})
 			const nss, rules = 10, 300 // about 180 KiB of records: a rotation at least
-			for n := range nss {
-				if err := e.srv.Namespaces().Add(fmt.Sprint("t", n)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i := range rules {
-				for n := range nss {
-					e.mustDo(fmt.Sprint("t", n), ruleAdd(rtnl.AF_INET, 0, uint32(100+i)))
-				}
-			}
+			addRulesRoundRobin(t, e, "t", nss, rules)
 			want := map[string]string{}
 			for n := range nss {
 				want[fmt.Sprint("t", n)] = e.state(fmt.Sprint("t", n))
@@ -199,5 +181,22 @@ func restoresAcknowledged(t *testing.T, dir string, want map[string]string) {
 	}
 	if e.rs.TornBytes != 0 || e.rs.Failed != 0 || e.rs.Holes != 0 {
 		t.Errorf("restore: %+v", *e.rs)
+	}
+}
+
+// addRulesRoundRobin adds namespaces PREFIX0..PREFIX(nss-1) and then rules
+// IPv4 rules with priorities 100, 101, … to each, one namespace after the
+// other, so that the namespaces' records interleave in the journal.
+func addRulesRoundRobin(t *testing.T, e *env, prefix string, nss, rules int) {
+	t.Helper()
+	for n := range nss {
+		if err := e.srv.Namespaces().Add(fmt.Sprint(prefix, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range rules {
+		for n := range nss {
+			e.mustDo(fmt.Sprint(prefix, n), ruleAdd(rtnl.AF_INET, 0, uint32(100+i)))
+		}
 	}
 }
