@@ -21,6 +21,12 @@
 # over the loop's window); without perf they show as "-". First of all it
 # runs the SEQPACKET round-trip floor (hack/floor.sh, 16 pairs) and gives
 # every wall time per rule as a ratio to it.
+#
+# LOADTEST_VIA=env starts each nlemu-side `ip` with no nlemu process in
+# between: the environment `nlemu env -n ns-1` prints (LD_PRELOAD,
+# NLEMU_SOCKET) set once, and NLEMU_NETNS=ns-$i per process, as a user's
+# `eval "$(nlemu env -n ns-$i)"` would; the default, exec, is one
+# `nlemu exec -n ns-$i -- ip` per namespace, as the kernel side's nsenter.
 set -euo pipefail
 
 kernel=0
@@ -108,18 +114,38 @@ serversyscalls() {
 
 echo "=== nlemu: $N namespaces ==="
 for i in $(seq "$N"); do "$bin" netns add "ns-$i"; done
+via=${LOADTEST_VIA:-exec}
+case "$via" in
+exec) start="'$bin' exec -n ns-\$i --" ;;
+env)
+	lp=$(eval "$("$bin" env -n ns-1)"; echo "$LD_PRELOAD")
+	start="LD_PRELOAD='$lp' NLEMU_NETNS=ns-\$i"
+	;;
+*) echo "LOADTEST_VIA: exec or env" >&2; exit 2 ;;
+esac
+echo "nlemu side started through: $via"
 for v in 4 6; do
 	echo "=== IPv${v} ==="
 	s0=$(cputicks "$server"); t0=$(date +%s.%N)
-	read -r wall[nlemu$v] cu[nlemu$v] cs[nlemu$v] csc[nlemu$v] < <(clientrun "for i in \$(seq $N); do '$bin' exec -n ns-\$i -- ip -$v -batch '$F' & done; wait")
+	read -r wall[nlemu$v] cu[nlemu$v] cs[nlemu$v] csc[nlemu$v] < <(clientrun "for i in \$(seq $N); do $start ip -$v -batch '$F' & done; wait")
 	t1=$(date +%s.%N); s1=$(cputicks "$server")
 	su[nlemu$v]=$(echo "scale=3; ($s1 - $s0) / $hz" | bc)
 	ssc[nlemu$v]=$(serversyscalls "$t0" "$t1")
 	echo "real ${wall[nlemu$v]}s"
 done
-ok=$("$bin" exec -n "ns-$N" -- ip rule show | wc -l)
-ok6=$("$bin" exec -n "ns-$N" -- ip -6 rule show | wc -l)
-echo "ns-$N: $ok IPv4 rules, $ok6 IPv6 rules (want 1027, 1026)"
+# Every namespace verified: its `ip rule show` of both families, hashed,
+# must be one and the same text in all N (with --kernel, also the kernel
+# namespace's below), and hold 1,027 IPv4 and 1,026 IPv6 rules.
+lp=$(eval "$("$bin" env -n ns-1)"; echo "$LD_PRELOAD")
+nsum() { for i in $(seq "$N"); do
+	{ LD_PRELOAD=$lp NLEMU_NETNS=ns-$i ip rule show; LD_PRELOAD=$lp NLEMU_NETNS=ns-$i ip -6 rule show; } | md5sum
+done | sort | uniq -c; }
+vsum=$(nsum)
+ok=$(LD_PRELOAD=$lp NLEMU_NETNS=ns-1 ip rule show | wc -l)
+ok6=$(LD_PRELOAD=$lp NLEMU_NETNS=ns-1 ip -6 rule show | wc -l)
+verified=no
+if [ "$(echo "$vsum" | wc -l)" = 1 ] && [ "$ok" = 1027 ] && [ "$ok6" = 1026 ]; then verified=yes; fi
+echo "nlemu: $(echo "$vsum" | awk '{print $1}' | paste -sd+) namespaces by rule-list hash; ns-1: $ok IPv4 rules, $ok6 IPv6 rules (want 1027, 1026): every namespace the same and complete: $verified"
 # The server's own memory (this script and the ip processes are not in it).
 "$bin" stats | grep 'peak RSS' | sed 's/^peak RSS */nlemu serve peak RSS /'
 for i in $(seq "$N"); do "$bin" netns del "ns-$i"; done
@@ -132,6 +158,12 @@ if [ "$kernel" = 1 ]; then
 		read -r wall[kernel$v] cu[kernel$v] cs[kernel$v] csc[kernel$v] < <(clientrun "for i in \$(seq $N); do nsenter --net=/var/run/netns/$kns\$i ip -$v -batch '$F' & done; wait")
 		echo "real ${wall[kernel$v]}s"
 	done
+	ksum=$({ ip -n "${kns}1" rule show; ip -n "${kns}1" -6 rule show; } | md5sum)
+	if [ "$(echo "$vsum" | awk '{print $2}')" = "$(echo "$ksum" | awk '{print $1}')" ]; then
+		echo "nlemu's rule lists are the kernel's (${kns}1): yes"
+	else
+		echo "nlemu's rule lists are the kernel's (${kns}1): NO"
+	fi
 	for i in $(seq "$N"); do ip netns del "$kns$i"; done
 fi
 
