@@ -349,6 +349,19 @@ func sendNow(fd int, b []byte) error {
 	}
 }
 
+// sendWithFd sends a handshake's answer b with descriptor fd in an
+// SCM_RIGHTS control message (the ring's memfd): sendmsg(2), the first
+// datagram of the connection, which cannot wait (sendNow).
+func sendWithFd(sock int, b []byte, fd int) error {
+	oob := unix.UnixRights(fd)
+	for {
+		err := unix.Sendmsg(sock, b, oob, nil, unix.MSG_NOSIGNAL)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
 // handshake answers one connection's HELLO (docs/PROTOCOL.md) and gives
 // the connection to an event loop; it owns the descriptor and its slot.
 type handshake struct {
@@ -435,21 +448,51 @@ func (h *handshake) run(hello []byte, truncated bool) {
 	}
 	// The third word says whether a loop polls, and on which CPU
 	// (loop.go, pollWord): older clients read the first two.
-	var p [12]byte
+	// The fourth word, with a memfd in SCM_RIGHTS, offers the client
+	// shared-memory rings (ring.go): only when it asked and the poller
+	// will serve it (in poll mode the one loop holds every connection).
+	var p [16]byte
 	ne.PutUint32(p[0:], protocolVersion)
 	ne.PutUint32(p[4:], c.portid)
-	ne.PutUint32(p[8:], pollWord())
-	if err := sendNow(h.fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p[:])); err != nil {
+	word := pollWord()
+	ne.PutUint32(p[8:], word)
+	answer := p[:12]
+	var rg *ring
+	memfd := -1
+	if opts&helloOptShm != 0 && word != 0 {
+		if r, fd, err := newRing(); err == nil {
+			rg, memfd = r, fd
+			ne.PutUint32(p[12:], 1)
+			answer = p[:16]
+		}
+	}
+	msg := rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, answer)
+	var err2 error
+	if rg != nil {
+		err2 = sendWithFd(h.fd, msg, memfd)
+		// The client has its own descriptor now; the mapping stays.
+		unix.Close(memfd)
+	} else {
+		err2 = sendNow(h.fd, msg)
+	}
+	if err2 != nil {
+		if rg != nil {
+			rg.unmap()
+		}
 		c.close()
 		h.close()
 		return
 	}
 	t, err := newFdConn(h.fd)
 	if err != nil {
+		if rg != nil {
+			rg.unmap()
+		}
 		c.close()
 		h.close()
 		return
 	}
+	t.ring = rg
 	t.peerSpins = opts&helloOptSpin != 0      // fdconn.go
 	s.serveConn(c, t, h.key, h.optionsQueued) // unix.go
 }

@@ -68,6 +68,9 @@ type fdConn struct {
 	// peerSpins: the client's HELLO said it spins for its replies
 	// (helloOptSpin); set before the connection is served.
 	peerSpins bool
+	// ring is the connection's shared-memory region when the client took
+	// one (helloOptShm, ring.go); set before the connection is served.
+	ring *ring
 }
 
 // helloOptSpin is the HELLO option bit of a client that spins for its
@@ -643,15 +646,30 @@ func (t *fdConn) sendBlocking(b []byte) error {
 	}
 }
 
-// outq is SIOCOUTQ on the socket: the bytes the client has not read.
+// outq is SIOCOUTQ on the socket: the bytes the client has not read; with
+// a ring, the reply ring's unconsumed bytes first (the client consumes the
+// ring up to the LEFT before it reads the socket), and the socket's only
+// once the server left ring mode (before, the socket holds doorbells
+// alone).
 func (t *fdConn) outq() (int, bool) {
+	ringBytes := 0
+	if r := t.ring; r != nil {
+		n, ok := r.unread()
+		if !ok {
+			return 0, false
+		}
+		if !r.outLeft.Load() {
+			return n, true
+		}
+		ringBytes = n
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return 0, false
 	}
 	n, err := unix.IoctlGetInt(t.fd, unix.SIOCOUTQ)
-	return n, err == nil
+	return ringBytes + n, err == nil
 }
 
 // hangup ends the connection's reads and writes (Server.Close): a blocked

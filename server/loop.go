@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,16 @@ type evloop struct {
 	// (loopsched.go); sched the mode asked for.
 	cpu   int
 	sched LoopSched
+	// rings holds the registered connections with a shared-memory ring
+	// (guarded by mu), which the poller scans each round; ringsGen counts
+	// their changes, so that the poller copies the list only then.
+	rings    []*loopConn
+	ringsGen atomic.Uint64
+	// wakefd is the poller's eventfd (in its epoll set, -1 elsewhere): a
+	// ring connection registered while the poller may be blocked writes
+	// it, since the client's requests may already wait in the ring with
+	// no doorbell (ring.go).
+	wakefd atomic.Int32
 }
 
 // loopSlot is a registration: the connection and a generation, so that an
@@ -214,6 +225,14 @@ func (l *evloop) add(lc *loopConn) error {
 	s.gen++
 	s.lc = lc
 	lc.onLoop, lc.slot, lc.gen = l, slot, s.gen
+	r := lc.t.ring
+	if r != nil {
+		// Not polled until the poller has it in its list: the client
+		// rings for its requests meanwhile.
+		r.setPolling(false)
+		l.rings = append(l.rings, lc)
+		l.ringsGen.Add(1)
+	}
 	// From the moment it is in the epoll set the loop owns lc: nothing of
 	// it is read here after that.
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: slot, Pad: int32(s.gen)}
@@ -223,6 +242,11 @@ func (l *evloop) add(lc *loopConn) error {
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		l.release(lc)
 		return err
+	}
+	if efd := l.wakefd.Load(); r != nil && efd >= 0 {
+		var one [8]byte
+		one[0] = 1 // a counter of 1 in either byte order is nonzero
+		unix.Write(int(efd), one[:])
 	}
 	return nil
 }
@@ -241,6 +265,12 @@ func (l *evloop) release(lc *loopConn) {
 	if s.lc == lc && s.gen == lc.gen {
 		s.lc = nil
 		l.free = append(l.free, lc.slot)
+	}
+	if lc.t.ring != nil {
+		if i := slices.Index(l.rings, lc); i >= 0 {
+			l.rings = slices.Delete(l.rings, i, i+1)
+			l.ringsGen.Add(1)
+		}
 	}
 	lc.onLoop = nil
 	l.mu.Unlock()
@@ -308,6 +338,16 @@ func (l *evloop) run(started chan<- LoopSched) {
 // serveOne reads one datagram of lc and answers it, as the reader of a
 // busy connection does (fdconn.go), on the loop thread.
 func (l *evloop) serveOne(lc *loopConn, buf []byte) {
+	if r := lc.t.ring; r != nil && !r.inLeft {
+		// In ring mode the socket carries doorbells; a datagram after the
+		// client's LEAVE must wait for every record before it. Peeked
+		// first, so that a record published before it is seen.
+		n, e := recvPeek(lc.t.fd, buf)
+		if e == 0 && n >= rtnl.NLMSG_HDRLEN && r.reqPending() {
+			l.serveRecord(lc, buf)
+			return
+		}
+	}
 	n, e := recvDontWait(lc.t.fd, buf)
 	switch {
 	case e == unix.EAGAIN || e == unix.EINTR:
@@ -326,23 +366,15 @@ func (l *evloop) serveOne(lc *loopConn, buf []byte) {
 			go lc.finish()
 		}
 		return
-	}
-	b := append([]byte(nil), buf[:n]...)
-	lc.t.noteRead(loopReads.Add(1))
-	if lc.mayWait(b) {
-		loopHandOffs.Add(1)
-		l.remove(lc)
-		go lc.handOff(b)
+	case n < rtnl.NLMSG_HDRLEN:
+		// A doorbell (ring.go), or any datagram shorter than a header:
+		// ignored, as netlink_rcv_skb() ignores one.
+		shortIgnored.Add(1)
 		return
 	}
-	if !lc.answer(b) {
-		l.remove(lc)
-		go lc.finish()
-		return
-	}
-	if l.sched == LoopSchedPoll {
-		// The poller serves a lone client too: a busy reader would be
-		// a second spinner.
+	if !l.dispatch(lc, buf[:n]) || l.sched == LoopSchedPoll {
+		// Gone or handed off; or the poller, which serves a lone
+		// client too: a busy reader would be a second spinner.
 		return
 	}
 	if lc.t.alone && lc.t.tryBusy() {
@@ -354,6 +386,137 @@ func (l *evloop) serveOne(lc *loopConn, buf []byte) {
 		l.rehome(lc)
 	}
 }
+
+// shortIgnored counts the datagrams shorter than a header that were
+// ignored (doorbells among them; for tests).
+var shortIgnored atomic.Uint64
+
+// dispatch answers request datagram b (a copy is kept: buf is the loop's)
+// or hands it off when it may wait; false when lc left the loop.
+func (l *evloop) dispatch(lc *loopConn, buf []byte) bool {
+	b := append([]byte(nil), buf...)
+	lc.t.noteRead(loopReads.Add(1))
+	if lc.mayWait(b) {
+		loopHandOffs.Add(1)
+		l.remove(lc)
+		go lc.handOff(b)
+		return false
+	}
+	if !lc.answer(b) {
+		l.remove(lc)
+		go lc.finish()
+		return false
+	}
+	return true
+}
+
+// serveRecord reads and serves one record of lc's request ring (the
+// poller): a DATA record as a datagram read from the socket, a LEAVE by
+// queueing the LEFT behind everything queued. False when lc left the
+// loop (handed off, or closed: a bad ring closes its connection only).
+func (l *evloop) serveRecord(lc *loopConn, buf []byte) bool {
+	r := lc.t.ring
+	kind, b, wake, err := r.readReq(buf[:0])
+	if err != nil {
+		ringBroken.Add(1)
+		l.remove(lc)
+		go lc.finish()
+		return false
+	}
+	if wake {
+		// The client waits for room in the request ring.
+		lc.t.send(doorbell)
+	}
+	switch kind {
+	case 0:
+		return true
+	case recLeave:
+		// Requests come from the socket from now on; the writer writes
+		// the LEFT when it reaches it, and then writes to the socket.
+		r.inLeft = true
+		lc.c.q.pushMark(leftMark())
+		if !lc.w.drain() {
+			l.remove(lc)
+			go lc.finish()
+			return false
+		}
+		return true
+	}
+	if len(b) < rtnl.NLMSG_HDRLEN {
+		shortIgnored.Add(1) // as a short datagram from the socket
+		return true
+	}
+	return l.dispatch(lc, b)
+}
+
+// ringSnapshot is the loop's ring connections, copied again when they
+// changed since gen (poller only: every removal is the loop thread's, so
+// a snapshot holds no connection that has left once refreshed after it).
+func (l *evloop) ringSnapshot(cur []*loopConn, gen *uint64) []*loopConn {
+	if g := l.ringsGen.Load(); g == *gen {
+		return cur
+	}
+	l.mu.Lock()
+	clear(cur)
+	cur = append(cur[:0], l.rings...)
+	*gen = l.ringsGen.Load()
+	l.mu.Unlock()
+	return cur
+}
+
+// scanRings serves one record of each ring connection that has one (round
+// robin, like one datagram per ready socket) and tells the watchers of
+// stalled ones that the client consumed. It stops at the first connection
+// that left the loop (the snapshot is stale then: removed true).
+func (l *evloop) scanRings(snap []*loopConn, buf []byte) (served int, removed bool) {
+	for _, lc := range snap {
+		r := lc.t.ring
+		r.noteTail()
+		if !r.reqPending() {
+			continue
+		}
+		served++
+		if !l.serveRecord(lc, buf) {
+			return served, true
+		}
+	}
+	return served, false
+}
+
+// ringsBusy reports, with server_polling cleared on every ring, whether
+// one still has a record (the last look before blocking; a client that
+// published after it saw the flag clear and rings).
+func ringsBusy(snap []*loopConn) bool {
+	for _, lc := range snap {
+		r := lc.t.ring
+		r.setPolling(false)
+	}
+	busy := false
+	for _, lc := range snap {
+		r := lc.t.ring
+		r.noteTail()
+		if r.reqPending() {
+			busy = true
+		}
+	}
+	return busy
+}
+
+// setRingsPolling stores server_polling on every ring of snap.
+func setRingsPolling(snap []*loopConn, on bool) {
+	for _, lc := range snap {
+		lc.t.ring.setPolling(on)
+	}
+}
+
+// ringEpollEvery: while the ring scan finds requests, the poller makes
+// its epoll_wait(0) once every ringEpollEvery rounds only (for the
+// sockets: new plain requests, doorbells, hang-ups), instead of one
+// system call per round (docs/PROTOCOL.md, "Shared-memory rings").
+const ringEpollEvery = 8
+
+// pollWakeTag is the poller's eventfd in its epoll set (no slot has it).
+const pollWakeTag = -1
 
 // pollerCPU is the CPU the polling loop owns (LoopSchedPoll), -1 when no
 // loop polls; told to clients in the HELLO answer (pollWord).
@@ -410,12 +573,60 @@ func (l *evloop) runPoll(buf []byte, events []unix.EpollEvent) {
 	polling := false
 	var last int64 // nanotime of the last request, while polling
 	empty := 0
+	if efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: pollWakeTag}
+		if unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, efd, &ev) == nil {
+			l.wakefd.Store(int32(efd))
+		} else {
+			unix.Close(efd)
+		}
+	}
+	var (
+		snap  []*loopConn
+		gen   uint64
+		round uint
+	)
 	for {
-		timeout := -1
-		if polling {
-			timeout = 0
+		round++
+		served := 0
+		if l.ringsGen.Load() != gen {
+			snap = l.ringSnapshot(snap, &gen)
+			if polling {
+				setRingsPolling(snap, true)
+			}
+		}
+		if len(snap) > 0 {
+			var removed bool
+			if served, removed = l.scanRings(snap, buf); removed {
+				gen-- // copy the list again
+			}
+		}
+		if served > 0 {
+			polling, empty = true, 0
+			last = nanotime()
+			if round%ringEpollEvery != 0 {
+				continue
+			}
+		}
+		timeout := 0
+		if !polling {
+			timeout = -1
+			// Before blocking: server_polling cleared, then every ring
+			// looked at once more (ring.go: no lost wake-up).
+			snap = l.ringSnapshot(snap, &gen)
+			if ringsBusy(snap) {
+				setRingsPolling(snap, true)
+				polling, empty = true, 0
+				last = nanotime()
+				continue
+			}
 		}
 		n, err := unix.EpollWait(l.epfd, events, timeout)
+		if timeout < 0 {
+			// Woken: the rings are polled again (no removal happened
+			// meanwhile; additions are set at the next round's copy).
+			setRingsPolling(snap, true)
+		}
 		if err != nil {
 			if err == unix.EINTR {
 				continue
@@ -423,6 +634,9 @@ func (l *evloop) runPoll(buf []byte, events []unix.EpollEvent) {
 			panic("nlemu: epoll_wait: " + err.Error())
 		}
 		if n == 0 {
+			if served > 0 {
+				continue
+			}
 			pollEmpty.Add(1)
 			// The clock is read every 16 empty polls only: a vDSO call,
 			// but the poll itself is not much more.
@@ -433,6 +647,11 @@ func (l *evloop) runPoll(buf []byte, events []unix.EpollEvent) {
 			continue
 		}
 		for i := range n {
+			if events[i].Fd == pollWakeTag {
+				var b [8]byte
+				unix.Read(int(l.wakefd.Load()), b[:])
+				continue
+			}
 			lc := l.lookup(events[i].Fd, uint32(events[i].Pad))
 			if lc == nil {
 				continue
@@ -472,6 +691,13 @@ func (l *evloop) rehome(lc *loopConn) {
 	if to.add(lc) != nil {
 		go lc.finish()
 	}
+}
+
+// recvPeek is recvDontWait with MSG_PEEK: the next datagram's length,
+// left in the socket.
+func recvPeek(fd int, buf []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), 1, unix.MSG_DONTWAIT|unix.MSG_TRUNC|unix.MSG_PEEK, 0, 0)
+	return int(n), e
 }
 
 // recvDontWait is one non-blocking recvfrom(MSG_DONTWAIT|MSG_TRUNC): the
@@ -552,5 +778,9 @@ func (lc *loopConn) finish() {
 	<-lc.writerDone
 	lc.stopWatch()
 	lc.t.close()
+	if r := lc.t.ring; r != nil {
+		// No loop, writer or watcher uses it any more.
+		r.unmap()
+	}
 	lc.s.leaveConn(lc.uc)
 }

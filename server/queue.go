@@ -298,24 +298,38 @@ func (q *queue) next() (b []byte, errno syscall.Errno, gen uint64, ok bool) {
 func (q *queue) sent(isErr bool, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.sentLocked(isErr, n)
+	q.sentLocked(isErr, unixCharge(n))
 }
 
 // transmit writes b (what next returned) into the transport with write, a
-// non-blocking send, and records it as sent, both under q.mu: a settle in
-// between would see the datagram among the transport's unread bytes with
-// no flight for it, and take an older flight for unread.
-func (q *queue) transmit(isErr bool, b []byte, write func([]byte) error) error {
+// non-blocking send that returns what the datagram costs the transport's
+// count of unread bytes (unixCharge for a socket, ring bytes for a ring),
+// and records it as sent, both under q.mu: a settle in between would see
+// the datagram among the transport's unread bytes with no flight for it,
+// and take an older flight for unread.
+func (q *queue) transmit(isErr bool, b []byte, write func([]byte) (int, error)) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	err := write(b)
+	charge, err := write(b)
 	if err == nil {
-		q.sentLocked(isErr, len(b))
+		q.sentLocked(isErr, charge)
 	}
 	return err
 }
 
-func (q *queue) sentLocked(isErr bool, n int) {
+// pushMark queues transport marker b (leftMark) behind everything queued,
+// charged nothing: the writer acts on it when it reaches it.
+func (q *queue) pushMark(b []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.items = append(q.items, item{b: b})
+	q.signalLocked()
+}
+
+func (q *queue) sentLocked(isErr bool, charge int) {
 	size := 0
 	if isErr {
 		q.err = 0
@@ -341,8 +355,8 @@ func (q *queue) sentLocked(isErr bool, n int) {
 		}
 		return
 	}
-	q.flights = append(q.flights, flight{unixCharge(n), size})
-	q.fcharge += unixCharge(n)
+	q.flights = append(q.flights, flight{charge, size})
+	q.fcharge += charge
 }
 
 // fail makes errno the socket's pending error (sk_err), reported before

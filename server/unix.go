@@ -109,10 +109,10 @@ func (w *unixWriter) drain() bool {
 			b = rtnl.AppendMessage(nil, rtnl.NLEMU_SOCKERR, 0, 0, 0, e[:])
 		} else if w.retry != nil {
 			b, w.retry = w.retry, nil
-		} else {
+		} else if !isLeftMark(b) {
 			b = w.c.wireForm(b)
 		}
-		err := w.c.q.transmit(errno != 0, b, w.t.send)
+		err := w.c.q.transmit(errno != 0, b, w.send) // ring.go
 		if err == unix.EAGAIN && !w.watching {
 			// No wakeups to wait for: block (outside q.mu).
 			if err = w.t.sendBlocking(b); err == nil {
@@ -161,6 +161,10 @@ func (w *unixWriter) watch() func() {
 			case <-w.c.q.spaceWanted:
 			case <-done:
 				return
+			}
+			if r := w.t.ring; r != nil && !r.outLeft.Load() {
+				w.awaitRing(r, done) // ring.go
+				continue
 			}
 			w.awaitSpace(done, &mu, &cur)
 		}
