@@ -129,6 +129,10 @@
 #define NLEMU_RECVLEN 0xFE00 /* SOL_NETLINK option name */
 #define NLEMU_GROUPFRAMES 0xFE01 /* SOL_NETLINK option: frame notifications */
 #define NLEMU_SPINSTATS 0xFE02 /* SOL_NETLINK getsockopt, the shim's own: u32 hits, misses, skips */
+/* SOL_NETLINK getsockopt, the shim's own: u32 ring (1 while in ring mode),
+ * datagrams sent and received through the rings, doorbells sent, receives
+ * that blocked on the socket (see "shared-memory rings") */
+#define NLEMU_RINGSTATS 0xFE03
 #define NLEMU_VERSION 1
 
 #define HELLO_OPT_EXT_ACK (1u << 0)
@@ -148,6 +152,8 @@
 
 /* Size of the SOCKERR datagram: nlmsghdr + i32 errno. */
 #define SOCKERR_LEN (NLMSG_HDRLEN + 4)
+/* Every control message the server sends is 16 bytes of header and a u32. */
+#define CTL_LEN (NLMSG_HDRLEN + 4)
 
 /* Groups we track: as many as rtnetlink has (the kernel's nlk->ngroups). */
 /* nlk->ngroups of NETLINK_ROUTE: RTNLGRP_MAX of Linux 6.18, measured (the
@@ -202,6 +208,8 @@ static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
 			   const sigset_t *);
 static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 static int (*real_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
 				const sigset_t *);
@@ -256,6 +264,8 @@ static void resolve(void)
 	RESOLVE(select);
 	RESOLVE(pselect);
 	RESOLVE(epoll_wait);
+	RESOLVE(epoll_ctl);
+	RESOLVE(pthread_create);
 	RESOLVE(epoll_pwait);
 	RESOLVE(epoll_pwait2);
 }
@@ -493,6 +503,16 @@ struct nlsock {
 	unsigned spin_level; /* back-off: after a miss, 2^level - 1 waits do not spin */
 	unsigned spin_skip;  /* waits left that do not spin */
 	uint32_t spin_hits, spin_misses, spin_skips; /* getsockopt NLEMU_SPINSTATS */
+	/* Shared-memory rings (see "shared-memory rings"): the region the
+	 * server handed over at HELLO while the socket is in ring mode, else
+	 * NULL; ring mode ends for good (ring_leave) and never comes back. */
+	unsigned char *shm;
+	size_t shm_len;
+	uint32_t req_size, rep_size; /* ring sizes, checked powers of two */
+	uint64_t req_head, rep_tail; /* our copies of the counters we write */
+	int ring_left;               /* the server left on its own (an unasked LEFT) */
+	int fork_left;               /* left for a fork: the child drops the stash */
+	uint32_t ring_sent, ring_recvd, ring_bells, ring_blocks; /* getsockopt NLEMU_RINGSTATS */
 };
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -613,9 +633,17 @@ static int ra_to_stash_locked(struct nlsock *s)
 	return 1;
 }
 
+/* nring counts sockets in ring mode: the wait calls, pthread_create and
+ * fork look for them only when it is not zero. */
+static int nring;
+
 static void unref_locked(struct nlsock *s)
 {
 	if (--s->refs == 0) {
+		if (s->shm) {
+			munmap(s->shm, s->shm_len);
+			__atomic_sub_fetch(&nring, 1, __ATOMIC_RELEASE);
+		}
 		while (s->stash) {
 			struct stashed *n = s->stash->next;
 			free(s->stash);
@@ -692,11 +720,41 @@ static void dup_track(int oldfd, int newfd)
  * the table, which is the parent's — it would forget the parent's netlink
  * sockets. table_pid is the process the table belongs to. */
 static pid_t table_pid;
-static void atfork_prepare(void) { pthread_mutex_lock(&tab_mu); }
-static void atfork_release(void) { pthread_mutex_unlock(&tab_mu); }
+static void ring_leave_all(int forking);
+/* Parent and child would share a ring: a fork leaves ring mode first
+ * (see "shared-memory rings"; fork runs this in the parent, vfork and
+ * clone do not, and their children exec or exit without the socket). */
+static void atfork_prepare(void)
+{
+	ring_leave_all(1);
+	pthread_mutex_lock(&tab_mu);
+}
+static void atfork_release(void)
+{
+	if (__atomic_load_n(&ntracked, __ATOMIC_ACQUIRE))
+		for (int fd = 0; fd < tabcap; fd++)
+			if (tab[fd])
+				tab[fd]->fork_left = 0;
+	pthread_mutex_unlock(&tab_mu);
+}
 static void atfork_child(void)
 {
 	table_pid = getpid();
+	/* What the replies ring held when fork left ring mode went to the
+	 * stash: like a read-ahead (below), to the parent only. */
+	if (__atomic_load_n(&ntracked, __ATOMIC_ACQUIRE))
+		for (int fd = 0; fd < tabcap; fd++) {
+			struct nlsock *s = tab[fd];
+			if (!s || !s->fork_left)
+				continue;
+			s->fork_left = 0;
+			while (s->stash) {
+				struct stashed *n = s->stash->next;
+				free(s->stash);
+				s->stash = n;
+			}
+			s->stash_tail = NULL;
+		}
 	/* A read-ahead is one datagram the kernel would give to whichever
 	 * process reads first; the shim gives it to the parent (the
 	 * child's copy of the memory forgets it). */
@@ -783,10 +841,412 @@ static int wait_fd(int fd, short events, int timeout_ms)
 	}
 }
 
+/* ---- shared-memory rings: the region -----------------------------------
+ *
+ * Offered by a polling server (--loop-sched poll) to a shim client that
+ * set HELLO_OPT_SHM: a memfd passed with SCM_RIGHTS on the HELLO answer,
+ * whose fourth word is then 1. Layout (native endian, each field on its
+ * own 64-byte line; the counters are byte positions that only grow):
+ * magic, version, req_size, rep_size at 0; req_head 64 (ours), req_tail
+ * 128, rep_head 192, rep_tail 256 (ours), server_polling 320,
+ * client_spinning 384 (ours), server_stalled 448, client_stalled 512
+ * (ours); the request ring at 4096, the reply ring after it. */
+#define SHM_MAGIC 0x4E4C5348u /* "NLSH" */
+#define SHM_VERSION 1
+#define SHM_REQ_HEAD 64
+#define SHM_REQ_TAIL 128
+#define SHM_REP_HEAD 192
+#define SHM_REP_TAIL 256
+#define SHM_SERVER_POLLING 320
+#define SHM_CLIENT_SPINNING 384
+#define SHM_SERVER_STALLED 448
+#define SHM_CLIENT_STALLED 512
+#define SHM_DATA 4096
+/* ---- shared-memory rings ------------------------------------------------
+ *
+ * A connection to a polling server (--loop-sched poll) may carry its
+ * datagrams through two single-producer single-consumer rings in a shared
+ * region instead of the socket (the region: "shared-memory rings: the
+ * region" above; the protocol: docs/SHIM.md, "Shared-memory rings"): the
+ * request ring (we produce) and the reply ring (the server produces), so
+ * that a request and its reply cost no system call while the server polls
+ * and the client spins. Every datagram of either direction, the shim's
+ * control datagrams included, is one DATA record, byte for byte what would
+ * have crossed the socket; the socket carries only 1-byte doorbells and
+ * the hang-up.
+ *
+ * Ring mode is entered only for a socket made with SOCK_CLOEXEC in a
+ * single-threaded process (the rings have one producer and one consumer
+ * each, and an execve must not carry the socket into a program that does
+ * not know the ring), with NLEMU_SHM not "0". It is left for good
+ * (ring_leave: a LEAVE record, then every reply up to the server's LEFT
+ * into the stash) before anything the rings cannot serve: a wait call on
+ * the socket, epoll_ctl ADD/MOD of it, pthread_create, fork, dup of it,
+ * F_SETFD clearing FD_CLOEXEC, a control call that waits for its ack,
+ * FIONREAD, SO_ERROR, a datagram larger than half the request ring.
+ *
+ * Records: u32 len, u32 kind, len bytes, padded to 8; one that does not
+ * fit before the ring's end is preceded by a WRAP there. The other side
+ * may scribble on the region: every record is validated and copied out
+ * before it is looked at. Memory order: the counters are published with
+ * release stores and read with acquire loads; the flag checks (a
+ * Dekker-style "store mine, load theirs") are sequentially consistent. */
+#define REC_HDR 8
+#define REC_DATA 1
+#define REC_WRAP 2
+#define REC_LEAVE 3 /* LEAVE from us, LEFT from the server */
+
+static inline uint64_t *shm64(const struct nlsock *s, size_t off)
+{
+	return (uint64_t *)(void *)(s->shm + off);
+}
+
+static inline uint32_t *shm32(const struct nlsock *s, size_t off)
+{
+	return (uint32_t *)(void *)(s->shm + off);
+}
+
+static inline size_t rec_space(size_t len) { return REC_HDR + ((len + 7) & ~(size_t)7); }
+
+/* shm_wanted: NLEMU_SHM is not "0". */
+static int shm_wanted(void)
+{
+	const char *e = getenv("NLEMU_SHM");
+	return !(e && strcmp(e, "0") == 0);
+}
+
+/* ring_bell sends a doorbell: one byte, never waiting (EAGAIN means the
+ * server has doorbells queued already). */
+static void ring_bell(struct nlsock *s, int fd)
+{
+	ssize_t n = real_send(fd, "D", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)n;
+	s->ring_bells++;
+}
+
+/* What ring_sock found on the socket of a ring-mode connection. */
+#define SOCK_HUP 0  /* the server hung up */
+#define SOCK_BELL 1 /* a doorbell, consumed */
+#define SOCK_DATA 2 /* a real datagram: the server left (its LEFT is in the ring) */
+
+/* How ring_sock waits. */
+#define LOOK_NOW 0   /* not at all (MSG_DONTWAIT) */
+#define LOOK_RECV 1  /* a blocking receive: SO_RCVTIMEO and signals as the kernel's */
+#define LOOK_POLL 2  /* poll() until something comes (the socket may be O_NONBLOCK) */
+
+/* ring_sock looks at the socket, which in ring mode carries only
+ * doorbells and the hang-up: SOCK_* or -1/errno (EAGAIN: nothing). */
+static int ring_sock(struct nlsock *s, int fd, int how)
+{
+	unsigned char b[CTL_LEN];
+	if (how != LOOK_NOW)
+		s->ring_blocks++;
+	if (how == LOOK_POLL && wait_fd(fd, POLLIN, -1) < 0)
+		return -1;
+	ssize_t n = real_recv(fd, b, sizeof(b), MSG_PEEK | MSG_TRUNC | (how == LOOK_RECV ? 0 : MSG_DONTWAIT));
+	if (n < 0)
+		return -1;
+	if (n == 0)
+		return SOCK_HUP;
+	if (n == 1) {
+		n = real_recv(fd, b, 1, MSG_DONTWAIT);
+		return SOCK_BELL;
+	}
+	return SOCK_DATA;
+}
+
+/* ring_put writes one record of kind (len bytes from iov) into the request
+ * ring and rings the doorbell unless the server polls. Without room it
+ * fails with EAGAIN when nowait, else sets client_stalled and waits (spin,
+ * then the socket: the server rings when it consumed). 0, or -1/errno:
+ * EAGAIN, EPIPE (the server hung up), EPROTO (a broken ring). */
+static int ring_put(struct nlsock *s, int fd, uint32_t kind, const struct iovec *iov, size_t niov,
+		    size_t len, int nowait)
+{
+	const uint64_t size = s->req_size;
+	unsigned char *ring = s->shm + SHM_DATA;
+	uint64_t head = s->req_head;
+	size_t need = rec_space(len);
+	uint64_t t0 = 0;
+	size_t off, gap;
+	for (;;) {
+		uint64_t tail = __atomic_load_n(shm64(s, SHM_REQ_TAIL), __ATOMIC_ACQUIRE);
+		if (head - tail > size) {
+			errno = EPROTO;
+			return -1;
+		}
+		off = head & (size - 1);
+		gap = off + need > size ? size - off : 0;
+		if (size - (head - tail) >= gap + need)
+			break;
+		if (nowait) {
+			errno = EAGAIN;
+			return -1;
+		}
+		/* stalled: flag, then look once more (the server looks at the
+		 * flag after it stored a tail: one of us sees the other) */
+		__atomic_store_n(shm32(s, SHM_CLIENT_STALLED), 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(shm64(s, SHM_REQ_TAIL), __ATOMIC_SEQ_CST) != tail)
+			continue;
+		if (!t0)
+			t0 = mono_ns();
+		int r = -1;
+		if (spin_ns > 0 && mono_ns() - t0 < (uint64_t)spin_ns) {
+			cpu_relax();
+			continue;
+		}
+		if (s->ring_left) {
+			/* the socket holds the server's datagrams now: it cannot
+			 * tell us when room comes; look every 50 us */
+			struct timespec ts = {0, 50000};
+			nanosleep(&ts, NULL);
+			if (mono_ns() - t0 > (uint64_t)HANDSHAKE_TIMEOUT_MS * 1000000) {
+				errno = EPIPE;
+				break;
+			}
+			continue;
+		}
+		r = ring_sock(s, fd, LOOK_POLL);
+		if (r == SOCK_HUP) {
+			errno = EPIPE;
+			break;
+		}
+		if (r == SOCK_DATA)
+			s->ring_left = 1; /* its LEFT is in the reply ring; the receive path reads it */
+		else if (r < 0 && errno != EINTR && errno != EAGAIN)
+			break;
+	}
+	if (t0)
+		__atomic_store_n(shm32(s, SHM_CLIENT_STALLED), 0, __ATOMIC_SEQ_CST);
+	if (size - (head - __atomic_load_n(shm64(s, SHM_REQ_TAIL), __ATOMIC_ACQUIRE)) < gap + need)
+		return -1; /* the wait above failed (errno set) */
+	if (gap) {
+		uint32_t w[2] = {(uint32_t)(gap - REC_HDR), REC_WRAP};
+		memcpy(ring + off, w, sizeof(w));
+		head += gap;
+		off = 0;
+	}
+	uint32_t w[2] = {(uint32_t)len, kind};
+	memcpy(ring + off, w, sizeof(w));
+	unsigned char *p = ring + off + REC_HDR;
+	for (size_t i = 0, left = len; i < niov && left > 0; i++) {
+		size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+		memcpy(p, iov[i].iov_base, k);
+		p += k;
+		left -= k;
+	}
+	head += need;
+	s->req_head = head;
+	__atomic_store_n(shm64(s, SHM_REQ_HEAD), head, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(shm32(s, SHM_SERVER_POLLING), __ATOMIC_SEQ_CST))
+		ring_bell(s, fd);
+	return 0;
+}
+
+/* ring_take takes the next record out of the reply ring, copying a DATA
+ * record's bytes to dst (rep_size bytes) and its length to *len. It
+ * returns REC_DATA, REC_LEAVE (the server's LEFT), 0 when the ring is
+ * empty, or -1/EPROTO for a broken ring. After storing the tail it rings
+ * the server if it waits for room (server_stalled). */
+static int ring_take(struct nlsock *s, int fd, unsigned char *dst, size_t *len)
+{
+	const uint64_t size = s->rep_size;
+	const unsigned char *ring = s->shm + SHM_DATA + s->req_size;
+	uint64_t tail = s->rep_tail;
+	for (;;) {
+		uint64_t head = __atomic_load_n(shm64(s, SHM_REP_HEAD), __ATOMIC_ACQUIRE);
+		if (head == tail)
+			return 0;
+		uint64_t avail = head - tail;
+		if (avail > size || avail < REC_HDR)
+			break;
+		size_t off = tail & (size - 1);
+		uint32_t w[2];
+		memcpy(w, ring + off, sizeof(w));
+		uint32_t kind = w[1];
+		size_t n = w[0];
+		if (kind == REC_WRAP) {
+			if (size - off > avail)
+				break;
+			tail += size - off;
+		} else {
+			if (n > size - REC_HDR || off + REC_HDR + n > size || rec_space(n) > avail ||
+			    (kind != REC_DATA && kind != REC_LEAVE))
+				break;
+			if (kind == REC_DATA)
+				memcpy(dst, ring + off + REC_HDR, n);
+			tail += rec_space(n);
+		}
+		s->rep_tail = tail;
+		__atomic_store_n(shm64(s, SHM_REP_TAIL), tail, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(shm32(s, SHM_SERVER_STALLED), __ATOMIC_SEQ_CST))
+			ring_bell(s, fd);
+		if (kind == REC_WRAP)
+			continue;
+		*len = n;
+		return (int)kind;
+	}
+	errno = EPROTO;
+	return -1;
+}
+
+/* ring_drop ends ring mode without a word to the server (it hung up, left,
+ * or broke the ring). */
+static void ring_drop(struct nlsock *s)
+{
+	if (!s->shm)
+		return;
+	munmap(s->shm, s->shm_len);
+	s->shm = NULL;
+	__atomic_sub_fetch(&nring, 1, __ATOMIC_RELEASE);
+}
+
+static unsigned ctl_type(const unsigned char *head, size_t n);
+static void record_ack_locked(struct nlsock *s, uint32_t seq, int err);
+static int ctl_send_ex(struct nlsock *s, int fd, uint16_t type, uint16_t flags, uint32_t seq,
+		       const void *payload, size_t plen);
+
+/* stash_dgram appends a datagram taken out of the reply ring while leaving
+ * to the stash, as ctl_call stashes what it reads before its ack: an ack
+ * is recorded instead, a doorbell-sized datagram dropped. */
+static void stash_dgram(struct nlsock *s, const unsigned char *d, size_t n)
+{
+	if (n <= 1)
+		return;
+	if (ctl_type(d, n) == NLEMU_ACK && n == CTL_LEN) {
+		const struct nlmsghdr *h = (const struct nlmsghdr *)d;
+		uint32_t v;
+		memcpy(&v, d + NLMSG_HDRLEN, 4);
+		tab_lock();
+		record_ack_locked(s, h->nlmsg_seq, -(int32_t)v);
+		tab_unlock();
+		return;
+	}
+	struct stashed *st = malloc(sizeof(*st) + n);
+	if (!st)
+		return; /* as a datagram the kernel drops for want of memory */
+	memcpy(st->data, d, n);
+	st->len = n;
+	st->next = NULL;
+	tab_lock();
+	if (s->stash_tail)
+		s->stash_tail->next = st;
+	else
+		s->stash = st;
+	s->stash_tail = st;
+	tab_unlock();
+}
+
+/* ring_wake makes the socket readable while the stash holds datagrams (a
+ * wait call after leaving looks at the kernel socket): the wake-up ack of
+ * ctl_call and ra_flush, waited for. Stale doorbells are drained first. */
+static void ring_wake(struct nlsock *s, int fd)
+{
+	unsigned char b[CTL_LEN];
+	while (real_recv(fd, b, sizeof(b), MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) == 1)
+		real_recv(fd, b, 1, MSG_DONTWAIT);
+	tab_lock();
+	int stashed = s->stash != NULL;
+	tab_unlock();
+	if (!stashed || wait_fd(fd, POLLIN, 0) == 0)
+		return;
+	uint32_t p[3] = {SOL_NETLINK, 0xFE00 /* NLEMU_RECVLEN */, 0};
+	if (ctl_send_ex(NULL, fd, NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p)) == 0)
+		wait_fd(fd, POLLIN, HANDSHAKE_TIMEOUT_MS);
+}
+
+/* ring_leave ends ring mode for good: a read-ahead goes to the stash's
+ * head (it is older than anything in the ring), a LEAVE record goes into
+ * the request ring, and every datagram in the reply ring up to the
+ * server's LEFT goes to the stash; then the region is unmapped and, if
+ * the stash holds datagrams, the socket is made readable. From then on
+ * the socket carries everything, as for a plain connection. */
+static void ring_leave(struct nlsock *s, int fd)
+{
+	if (!s->shm)
+		return;
+	tab_lock();
+	ra_to_stash_locked(s);
+	tab_unlock();
+	unsigned char *buf = malloc(s->rep_size);
+	if (!buf || ring_put(s, fd, REC_LEAVE, NULL, 0, 0, 0) < 0) {
+		free(buf);
+		ring_drop(s);
+		return;
+	}
+	for (;;) {
+		size_t n;
+		int k = ring_take(s, fd, buf, &n);
+		if (k == REC_DATA) {
+			stash_dgram(s, buf, n);
+			continue;
+		}
+		if (k != 0)
+			break; /* LEFT, or a broken ring */
+		int r = ring_sock(s, fd, LOOK_POLL);
+		if (r == SOCK_HUP || (r < 0 && errno != EINTR && errno != EAGAIN))
+			break;
+		if (r == SOCK_DATA) {
+			/* the server sends on the socket: its LEFT is in the ring,
+			 * behind what is left there (else it broke the protocol) */
+			k = ring_take(s, fd, buf, &n);
+			if (k != REC_DATA)
+				break;
+			stash_dgram(s, buf, n);
+		}
+	}
+	free(buf);
+	ring_drop(s);
+	ring_wake(s, fd);
+}
+
+/* ring_left_unasked handles a LEFT we did not ask for (the server left on
+ * its own, for a datagram too large for the reply ring): the request ring
+ * is closed with a LEAVE record (the server reads up to it) and the
+ * socket goes plain. */
+static void ring_left_unasked(struct nlsock *s, int fd)
+{
+	s->ring_left = 1;
+	ring_put(s, fd, REC_LEAVE, NULL, 0, 0, 0);
+	ring_drop(s);
+}
+
+/* ring_leave_fd leaves ring mode for the socket behind fd, if any. */
+static void ring_leave_fd(int fd)
+{
+	if (!__atomic_load_n(&nring, __ATOMIC_ACQUIRE) || !maybe_tracked(fd))
+		return;
+	struct nlsock *s = nl_get(fd);
+	if (!s)
+		return;
+	if (s->shm)
+		ring_leave(s, fd);
+	nl_put(s);
+}
+
+/* ring_leave_all leaves ring mode for every socket (pthread_create, and
+ * fork: forking marks the sockets, whose stash the child then drops). */
+static void ring_leave_all(int forking)
+{
+	for (int fd = 0; __atomic_load_n(&nring, __ATOMIC_ACQUIRE) && fd < tabcap; fd++) {
+		if (!maybe_tracked(fd))
+			continue;
+		struct nlsock *s = nl_get(fd);
+		if (!s)
+			continue;
+		if (s->shm) {
+			ring_leave(s, fd);
+			s->fork_left = forking;
+		}
+		nl_put(s);
+	}
+}
+
 /* ctl_send_ex sends one control datagram with nlmsg_flags and nlmsg_seq,
- * waiting if the socket is nonblocking and momentarily full. */
-static int ctl_send_ex(int fd, uint16_t type, uint16_t flags, uint32_t seq, const void *payload,
-		       size_t plen)
+ * waiting if the socket is nonblocking and momentarily full; for a socket
+ * s in ring mode into the request ring (waiting for room). */
+static int ctl_send_ex(struct nlsock *s, int fd, uint16_t type, uint16_t flags, uint32_t seq,
+		       const void *payload, size_t plen)
 {
 	unsigned char buf[NLMSG_HDRLEN + 16];
 	struct nlmsghdr *h = (struct nlmsghdr *)buf;
@@ -800,6 +1260,13 @@ static int ctl_send_ex(int fd, uint16_t type, uint16_t flags, uint32_t seq, cons
 	h->nlmsg_flags = flags;
 	h->nlmsg_seq = seq;
 	memcpy(buf + NLMSG_HDRLEN, payload, plen);
+	if (s && s->shm) {
+		struct iovec iov = {.iov_base = buf, .iov_len = h->nlmsg_len};
+		if (ring_put(s, fd, REC_DATA, &iov, 1, h->nlmsg_len, 0) < 0)
+			return -1;
+		s->ring_sent++;
+		return 0;
+	}
 	for (;;) {
 		ssize_t n = real_send(fd, buf, h->nlmsg_len, MSG_NOSIGNAL);
 		if (n >= 0)
@@ -813,21 +1280,16 @@ static int ctl_send_ex(int fd, uint16_t type, uint16_t flags, uint32_t seq, cons
 	}
 }
 
-static int ctl_send(int fd, uint16_t type, const void *payload, size_t plen)
-{
-	return ctl_send_ex(fd, type, 0, 0, payload, plen);
-}
-
-static int send_setsockopt(int fd, uint32_t level, uint32_t name, uint32_t value)
+/* send_setsockopt sends a SETSOCKOPT control datagram that is not waited
+ * for: through the rings for a socket s in ring mode, else on fd. */
+static int send_setsockopt(struct nlsock *s, int fd, uint32_t level, uint32_t name, uint32_t value)
 {
 	uint32_t p[3] = {level, name, value};
-	return ctl_send(fd, NLEMU_SETSOCKOPT, p, sizeof(p));
+	return ctl_send_ex(s, fd, NLEMU_SETSOCKOPT, 0, 0, p, sizeof(p));
 }
 
 /* ---- control calls: options the caller must see in effect -------------- */
 
-/* Every control message the server sends is 16 bytes of header and a u32. */
-#define CTL_LEN (NLMSG_HDRLEN + 4)
 
 /* ctl_type returns NLEMU_SOCKERR, NLEMU_GROUP or NLEMU_ACK for such a
  * message at the head of a datagram (n bytes of it seen), else 0. */
@@ -898,13 +1360,14 @@ static long elapsed_ms(const struct timespec *t0)
  * read the ack instead: it records it, and this call finds it there. */
 static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload, size_t plen)
 {
+	ring_leave(s, fd); /* it waits on the socket for its ack */
 	tab_lock();
 	ra_to_stash_locked(s); /* what this call stashes comes after it */
 	uint32_t seq = ++s->ctl_seq;
 	if (seq == 0)
 		seq = ++s->ctl_seq;
 	tab_unlock();
-	if (ctl_send_ex(fd, type, NLM_F_ACK, seq, payload, plen) < 0)
+	if (ctl_send_ex(s, fd, type, NLM_F_ACK, seq, payload, plen) < 0)
 		return -1;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -950,6 +1413,10 @@ static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload
 		}
 		st->len = (size_t)m;
 		st->next = NULL;
+		if (m == 1) {
+			free(st); /* a stale doorbell (see "shared-memory rings") */
+			continue;
+		}
 		if (ctl_type(st->data, st->len) == NLEMU_ACK && st->len == CTL_LEN) {
 			uint32_t aseq = ack_seq(st->data);
 			int e = ack_errno(st->data);
@@ -982,7 +1449,7 @@ static int ctl_call(struct nlsock *s, int fd, uint16_t type, const void *payload
 		 * is readable again (and a reader blocked in another thread
 		 * wakes up and finds the stash). */
 		uint32_t p[3] = {SOL_NETLINK, NLEMU_RECVLEN, 0};
-		ctl_send_ex(fd, NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p));
+		ctl_send_ex(s, fd, NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p));
 	}
 	if (err) {
 		errno = err;
@@ -1050,6 +1517,55 @@ static void say_unreachable(const char *path, const char *why)
 /* HELLO_OPT_SPIN: this client spins for its replies (see "spin then
  * block"), so the server may spin for its requests. */
 #define HELLO_OPT_SPIN (1u << 6)
+/* HELLO_OPT_SHM: this client can use shared-memory rings (see
+ * "shared-memory rings"). */
+#define HELLO_OPT_SHM (1u << 7)
+
+/* Largest region and ring accepted (the server's are 80 KiB, 16 and 64 KiB). */
+#define SHM_MAX_LEN ((size_t)64 << 20)
+
+/* A region handed over at HELLO, mapped and checked. */
+struct ringmap {
+	unsigned char *base; /* NULL: none */
+	size_t len;
+	uint32_t req_size, rep_size;
+};
+
+static int pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+/* ring_map maps the memfd of a HELLO answer and checks it: magic, version,
+ * ring sizes (powers of two; the reply ring no larger than the read-ahead
+ * buffer its records are copied into), the region large enough for both,
+ * and the counters we own still zero. 0, or -1 (unmapped again). */
+static int ring_map(int mfd, struct ringmap *rm)
+{
+	struct stat st;
+	if (fstat(mfd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < SHM_DATA ||
+	    (size_t)st.st_size > SHM_MAX_LEN)
+		return -1;
+	size_t len = (size_t)st.st_size;
+	unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	uint32_t w[4];
+	uint64_t rq_head, rp_tail;
+	memcpy(w, p, sizeof(w));
+	memcpy(&rq_head, p + SHM_REQ_HEAD, 8);
+	memcpy(&rp_tail, p + SHM_REP_TAIL, 8);
+	if (w[0] != SHM_MAGIC || w[1] != SHM_VERSION || !pow2_in(w[2], 4096, 1u << 24) ||
+	    !pow2_in(w[3], 4096, RA_CAP) || SHM_DATA + (size_t)w[2] + w[3] > len || rq_head || rp_tail) {
+		munmap(p, len);
+		return -1;
+	}
+	rm->base = p;
+	rm->len = len;
+	rm->req_size = w[2];
+	rm->rep_size = w[3];
+	return 0;
+}
 
 __attribute__((constructor)) static void netns_start_record(void)
 {
@@ -1099,12 +1615,9 @@ static uint32_t thread_netns(char *buf, size_t len)
 	return HELLO_OPT_CREATE | HELLO_OPT_EPHEMERAL;
 }
 
-/* server_open connects to the server and completes HELLO for the namespace
- * in $NLEMU_NETNS. On success it returns the fd and stores the port id. On
- * failure it prints one line on stderr and returns -1 with errno set:
- * ECONNREFUSED when the server cannot be reached, ENOENT for an unknown
- * namespace, EPROTO for a broken handshake. cloexec is SOCK_CLOEXEC or 0. */
-static int server_open(int cloexec, uint32_t *portid)
+/* server_open1 is server_open's one attempt; with rm it asks for rings
+ * (HELLO_OPT_SHM) and sets *retry when they were offered but unusable. */
+static int server_open1(int cloexec, uint32_t *portid, struct ringmap *rm, int *retry)
 {
 	const char *path = server_path();
 	char nsbuf[256];
@@ -1147,6 +1660,8 @@ static int server_open(int cloexec, uint32_t *portid)
 	h->nlmsg_type = NLEMU_HELLO;
 	if (spin_ns > 0)
 		nsopts |= HELLO_OPT_SPIN;
+	if (rm)
+		nsopts |= HELLO_OPT_SHM;
 	uint32_t fields[4] = {NLEMU_VERSION, (uint32_t)getpid(), nsopts, 0};
 	memcpy(hello + NLMSG_HDRLEN, fields, sizeof(fields));
 	memcpy(hello + NLMSG_HDRLEN + 16, ns, nlen);
@@ -1159,14 +1674,48 @@ static int server_open(int cloexec, uint32_t *portid)
 		return -1;
 	}
 
+	/* The answer may carry the ring's memfd (SCM_RIGHTS); every
+	 * descriptor that comes is closed below, used or not. */
 	unsigned char rep[4096];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} cbuf;
+	int rfds[8], nrfds = 0;
 	do {
 		if (wait_fd(fd, POLLIN, HANDSHAKE_TIMEOUT_MS) < 0) {
 			n = -1;
 			break;
 		}
-		n = real_recv(fd, rep, sizeof(rep), 0);
+		struct iovec riov = {.iov_base = rep, .iov_len = sizeof(rep)};
+		struct msghdr rmsg = {.msg_iov = &riov, .msg_iovlen = 1, .msg_control = cbuf.b,
+				      .msg_controllen = sizeof(cbuf.b)};
+		n = real_recvmsg(fd, &rmsg, MSG_CMSG_CLOEXEC);
+		if (n >= 0)
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(&rmsg); c; c = CMSG_NXTHDR(&rmsg, c)) {
+				if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+					continue;
+				size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+				for (size_t i = 0; i < k && nrfds < 8; i++)
+					memcpy(&rfds[nrfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			}
 	} while (n < 0 && errno == EINTR);
+	uint32_t shm_word = 0;
+	if (n >= (ssize_t)(NLMSG_HDRLEN + 16) && ((const struct nlmsghdr *)rep)->nlmsg_type == NLEMU_HELLO)
+		memcpy(&shm_word, rep + NLMSG_HDRLEN + 12, 4);
+	if (rm && shm_word == 1) {
+		/* offered: usable, or the socket is not used at all */
+		if (nrfds != 1 || ring_map(rfds[0], rm) < 0) {
+			for (int i = 0; i < nrfds; i++)
+				real_close(rfds[i]);
+			real_close(fd);
+			*retry = 1;
+			errno = EPROTO;
+			return -1;
+		}
+	}
+	for (int i = 0; i < nrfds; i++)
+		real_close(rfds[i]);
 	if (n < 0 || (size_t)n < NLMSG_HDRLEN + 4) {
 		say("nlemu: no HELLO from the nlemu server at %s: %s\n", path,
 		    n < 0 ? strerror(errno) : "connection closed");
@@ -1217,6 +1766,28 @@ static int server_open(int cloexec, uint32_t *portid)
 	return -1;
 }
 
+/* server_open connects to the server and completes HELLO for the namespace
+ * in $NLEMU_NETNS. On success it returns the fd and stores the port id. On
+ * failure it prints one line on stderr and returns -1 with errno set:
+ * ECONNREFUSED when the server cannot be reached, ENOENT for an unknown
+ * namespace, EPROTO for a broken handshake. cloexec is SOCK_CLOEXEC or 0.
+ * With rm it asks for rings and stores the mapped region there (rm->base
+ * NULL: a plain connection); rings offered but unusable (a bad region, no
+ * descriptor) are refused by making a plain connection instead. */
+static int server_open(int cloexec, uint32_t *portid, struct ringmap *rm)
+{
+	if (rm)
+		memset(rm, 0, sizeof(*rm));
+	int retry = 0;
+	int fd = server_open1(cloexec, portid, rm, &retry);
+	if (fd < 0 && retry) {
+		say("nlemu: unusable shared-memory ring from the nlemu server; using the socket\n");
+		memset(rm, 0, sizeof(*rm));
+		fd = server_open1(cloexec, portid, NULL, &retry);
+	}
+	return fd;
+}
+
 /* ---- socket() ---------------------------------------------------------- */
 
 EXPORT int socket(int domain, int type, int protocol)
@@ -1241,19 +1812,42 @@ EXPORT int socket(int domain, int type, int protocol)
 		return -1;
 	}
 	uint32_t portid = 0;
-	int fd = server_open(type & SOCK_CLOEXEC, &portid);
+	/* Rings (see "shared-memory rings"): only for a socket no execve
+	 * keeps, in a process with one thread, and with the read-ahead
+	 * buffer the reply records are taken into. */
+	struct ringmap rm = {0};
+	int ask = (type & SOCK_CLOEXEC) && single_threaded() && shm_wanted();
+	if (ask) {
+		void *b = mmap(NULL, RA_CAP, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (b == MAP_FAILED)
+			ask = 0;
+		else
+			s->ra_buf = b;
+	}
+	int fd = server_open(type & SOCK_CLOEXEC, &portid, ask ? &rm : NULL);
 	if (fd < 0) {
 		int e = errno;
+		if (s->ra_buf)
+			munmap(s->ra_buf, RA_CAP);
 		free(s);
 		errno = e;
 		return -1;
 	}
+	if (rm.base) {
+		s->shm = rm.base;
+		s->shm_len = rm.len;
+		s->req_size = rm.req_size;
+		s->rep_size = rm.rep_size;
+		__atomic_add_fetch(&nring, 1, __ATOMIC_RELEASE);
+	}
 	/* Notifications come framed with their group (nl_groups, PKTINFO);
 	 * no groups are bound yet, so every one of them is framed. */
-	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_GROUPFRAMES, 1) < 0) {
+	if (send_setsockopt(s, fd, SOL_NETLINK, NLEMU_GROUPFRAMES, 1) < 0) {
 		int e = errno;
 		real_close(fd);
-		free(s);
+		s->refs = 1;
+		nl_put(s); /* unmaps */
 		errno = e;
 		return -1;
 	}
@@ -1271,7 +1865,8 @@ EXPORT int socket(int domain, int type, int protocol)
 	tab_unlock();
 	if (r < 0) {
 		real_close(fd);
-		free(s);
+		s->refs = 1;
+		nl_put(s);
 		errno = ENOBUFS;
 		return -1;
 	}
@@ -1301,7 +1896,16 @@ EXPORT int bind(int fd, CSA_ARG addr, socklen_t len)
 	 * ignored: the server assigned the port id at HELLO. */
 	const struct sockaddr_nl *nl = (const struct sockaddr_nl *)SA_PTR(addr);
 	int ret = -1;
-	if (!nl || len < sizeof(struct sockaddr_nl) || nl->nl_family != AF_NETLINK) {
+	tab_lock();
+	int nochange = s->shm && nl && len >= sizeof(struct sockaddr_nl) && nl->nl_family == AF_NETLINK &&
+		       nl->nl_groups == 0 && s->groups[0] == 0;
+	tab_unlock();
+	if (nochange) {
+		/* netlink_bind(): no groups asked, none held: nothing to do;
+		 * in ring mode that saves leaving it (iproute2's rtnl_open
+		 * binds so) */
+		ret = 0;
+	} else if (!nl || len < sizeof(struct sockaddr_nl) || nl->nl_family != AF_NETLINK) {
 		errno = EINVAL;
 	} else if (ctl_call(s, fd, NLEMU_BIND, &nl->nl_groups, sizeof(nl->nl_groups)) == 0) {
 		/* in effect now: the server answered after joining (and refused
@@ -1410,7 +2014,7 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 			/* The server queues our datagrams; the size of the real
 			 * AF_UNIX receive queue is not the netlink one, so this
 			 * goes to the server only. */
-			if (send_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, (uint32_t)val) < 0)
+			if (send_setsockopt(s, fd, SOL_SOCKET, SO_RCVBUF, (uint32_t)val) < 0)
 				return -1;
 			tab_lock();
 			s->rcvbuf = buf_size(val, name == SO_RCVBUFFORCE,
@@ -1455,7 +2059,7 @@ static int nl_setsockopt(struct nlsock *s, int fd, int level, int name, const vo
 		uint32_t p[3] = {SOL_NETLINK, (uint32_t)name, val ? 1 : 0};
 		int r = name == NETLINK_LISTEN_ALL_NSID
 				? ctl_call(s, fd, NLEMU_SETSOCKOPT, p, sizeof(p))
-				: send_setsockopt(fd, SOL_NETLINK, (uint32_t)name, val ? 1 : 0);
+				: send_setsockopt(s, fd, SOL_NETLINK, (uint32_t)name, val ? 1 : 0);
 		if (r < 0)
 			return -1;
 		tab_lock();
@@ -1540,6 +2144,7 @@ static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *op
 		case SO_PROTOCOL: return put_int(optval, optlen, NETLINK_ROUTE);
 		case SO_ERROR: {
 			int e = 0;
+			ring_leave(s, fd); /* a SOCKERR would be in the reply ring */
 			tab_lock();
 			struct stashed *st = s->stash;
 			if (st && ctl_type(st->data, st->len) == NLEMU_SOCKERR && st->len == CTL_LEN) {
@@ -1570,6 +2175,16 @@ static int nl_getsockopt(struct nlsock *s, int fd, int level, int name, void *op
 	if (name == NLEMU_SPINSTATS) {
 		/* the shim's own: how its waits for replies went */
 		uint32_t v[3] = {c.spin_hits, c.spin_misses, c.spin_skips};
+		if (!optlen || *optlen < sizeof(v)) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(optval, v, sizeof(v));
+		*optlen = sizeof(v);
+		return 0;
+	}
+	if (name == NLEMU_RINGSTATS) {
+		uint32_t v[5] = {c.shm != NULL, c.ring_sent, c.ring_recvd, c.ring_bells, c.ring_blocks};
 		if (!optlen || *optlen < sizeof(v)) {
 			errno = EINVAL;
 			return -1;
@@ -1631,8 +2246,18 @@ static ssize_t nl_sendmsg(struct nlsock *s, int fd, const struct msghdr *msg, in
 		total += msg->msg_iov[i].iov_len;
 	if (total == 0)
 		return 0;
-	struct msghdr m = {.msg_iov = msg->msg_iov, .msg_iovlen = msg->msg_iovlen};
-	ssize_t n = real_sendmsg(fd, &m, (flags & MSG_DONTWAIT) | MSG_NOSIGNAL);
+	ssize_t n;
+	if (s->shm && (!single_threaded() || rec_space(total) > s->req_size / 2))
+		ring_leave(s, fd); /* a thread we did not see start, or too large for the ring */
+	if (s->shm) {
+		n = ring_put(s, fd, REC_DATA, msg->msg_iov, msg->msg_iovlen, total,
+			     (flags & MSG_DONTWAIT) || s->nonblock) < 0 ? -1 : (ssize_t)total;
+		if (n > 0)
+			s->ring_sent++;
+	} else {
+		struct msghdr m = {.msg_iov = msg->msg_iov, .msg_iovlen = msg->msg_iovlen};
+		n = real_sendmsg(fd, &m, (flags & MSG_DONTWAIT) | MSG_NOSIGNAL);
+	}
 	if (n > 0 && spin_ns > 0) {
 		tab_lock();
 		s->expect = 1;
@@ -1717,7 +2342,7 @@ static void tell_recvlen(struct nlsock *s, int fd, size_t cap)
 	tab_unlock();
 	if (!larger)
 		return;
-	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_RECVLEN,
+	if (send_setsockopt(s, fd, SOL_NETLINK, NLEMU_RECVLEN,
 			    cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap) < 0)
 		return;
 	tab_lock();
@@ -1848,6 +2473,13 @@ static ssize_t recv_one(struct nlsock *s, int fd, struct msghdr *msg, int flags,
 		put_recv_meta(msg, opts, 0, 0);
 		return 0; /* the server hung up */
 	}
+	if (real == 1) {
+		/* a stale doorbell (see "shared-memory rings"): shorter than a
+		 * netlink header, ignored as netlink_rcv_skb() ignores those */
+		if (flags & MSG_PEEK)
+			real_recv(fd, head, sizeof(head), MSG_DONTWAIT);
+		return RECV_AGAIN;
+	}
 	size_t got = (size_t)real < sizeof(head) + cap ? (size_t)real : sizeof(head) + cap;
 	unsigned t = ctl_type(head, got);
 	if ((t == NLEMU_SOCKERR || t == NLEMU_ACK) && real == CTL_LEN) {
@@ -1975,6 +2607,9 @@ static ssize_t from_ra_locked(struct nlsock *s, struct msghdr *msg, int flags, s
 	return ret;
 }
 
+static ssize_t ra_accept(struct nlsock *s, struct msghdr *msg, int flags, size_t cap, unsigned opts,
+			 size_t real);
+
 /* read_ahead serves a MSG_PEEK by receiving the next datagram into the
  * read-ahead buffer (one recvmsg, consuming it) and answering from there.
  * Control datagrams are handled as recv_one handles them. */
@@ -1999,7 +2634,21 @@ static ssize_t read_ahead(struct nlsock *s, int fd, struct msghdr *msg, int flag
 		put_recv_meta(msg, opts, 0, 0);
 		return 0; /* the server hung up */
 	}
-	size_t got = (size_t)real < RA_CAP ? (size_t)real : RA_CAP;
+	return ra_accept(s, msg, flags, cap, opts, (size_t)real);
+}
+
+/* ra_accept answers a receive call from a datagram of real bytes just put
+ * into the read-ahead buffer (by read_ahead from the socket, or by
+ * ring_recv from the reply ring): SOCKERR becomes -1/errno and an ack is
+ * recorded (RECV_AGAIN), both consumed even by MSG_PEEK, as recv_one does;
+ * a 1-byte datagram (a stale doorbell) is dropped; anything else is held
+ * as the read-ahead and answered by from_ra_locked. */
+static ssize_t ra_accept(struct nlsock *s, struct msghdr *msg, int flags, size_t cap, unsigned opts,
+			 size_t real)
+{
+	if (real == 1)
+		return RECV_AGAIN;
+	size_t got = real < RA_CAP ? real : RA_CAP;
 	unsigned t = ctl_type(s->ra_buf, got);
 	if ((t == NLEMU_SOCKERR || t == NLEMU_ACK) && real == CTL_LEN) {
 		if (t == NLEMU_SOCKERR) {
@@ -2014,11 +2663,105 @@ static ssize_t read_ahead(struct nlsock *s, int fd, struct msghdr *msg, int flag
 	}
 	tab_lock();
 	s->ra_len = got;
-	s->ra_real = (size_t)real;
+	s->ra_real = real;
 	__atomic_add_fetch(&nreadahead, 1, __ATOMIC_RELEASE);
 	ssize_t r = from_ra_locked(s, msg, flags, cap, opts);
 	tab_unlock();
 	return r;
+}
+
+/* ring_spin_end ends a spin on the reply ring (see "spin then block"):
+ * hit, the reply came within the window, or miss. */
+static void ring_spin_end(struct nlsock *s, int hit)
+{
+	__atomic_store_n(shm32(s, SHM_CLIENT_SPINNING), 0, __ATOMIC_SEQ_CST);
+	tab_lock();
+	if (hit) {
+		s->spin_hits++;
+		if (s->spin_level)
+			s->spin_level--;
+	} else {
+		s->spin_misses++;
+		if (s->spin_level < SPIN_MAX_LEVEL)
+			s->spin_level++;
+		s->spin_skip = (1u << s->spin_level) - 1;
+		s->expect = 0;
+	}
+	tab_unlock();
+}
+
+/* ring_recv is recv_any for a socket in ring mode: the next DATA record of
+ * the reply ring goes into the read-ahead buffer and is answered from
+ * there (ra_accept), so every flag behaves as for a datagram read ahead
+ * from the socket. An empty ring: a nonblocking call looks at the socket
+ * once without waiting (a doorbell drained, the hang-up seen) and fails
+ * with EAGAIN; a blocking one spins on the ring with client_spinning set
+ * (when spin: the spin window and its back-off as recv_spin's), then
+ * clears it, looks at the ring once more, and blocks in a receive on the
+ * socket for a doorbell (the server rings when it published a reply and
+ * saw client_spinning clear: one of the two sees the other). The server's
+ * LEFT ends ring mode (RECV_AGAIN: the caller reads the socket next). */
+static ssize_t ring_recv(struct nlsock *s, int fd, struct msghdr *msg, int flags, size_t cap,
+			 unsigned opts, int spin)
+{
+	int nowait = (flags & MSG_DONTWAIT) || s->nonblock;
+	int looked = 0, sockdata = 0, spinning = 0;
+	uint64_t start = 0;
+	for (;;) {
+		size_t n;
+		int k = ring_take(s, fd, s->ra_buf, &n);
+		if (k == REC_DATA) {
+			if (spinning)
+				ring_spin_end(s, 1);
+			s->ring_recvd++;
+			return ra_accept(s, msg, flags, cap, opts, n);
+		}
+		if (spinning && k != 0)
+			ring_spin_end(s, 1);
+		if (k == REC_LEAVE) {
+			ring_left_unasked(s, fd);
+			return RECV_AGAIN;
+		}
+		if (k < 0) {
+			ring_drop(s); /* broken: reported once, then the socket */
+			return -1;
+		}
+		if (sockdata) {
+			/* a datagram on the socket and no LEFT: the server broke
+			 * the protocol; what it sends is on the socket now */
+			ring_drop(s);
+			return RECV_AGAIN;
+		}
+		if (nowait) {
+			if (looked) {
+				errno = EAGAIN;
+				return -1;
+			}
+			looked = 1;
+		} else if (spin) {
+			if (!spinning) {
+				spinning = 1;
+				start = mono_ns();
+				__atomic_store_n(shm32(s, SHM_CLIENT_SPINNING), 1, __ATOMIC_SEQ_CST);
+			}
+			if (mono_ns() - start < (uint64_t)spin_ns) {
+				cpu_relax();
+				continue;
+			}
+			ring_spin_end(s, 0); /* client_spinning clear: look once more */
+			spinning = spin = 0;
+			continue;
+		}
+		int r = ring_sock(s, fd, nowait ? LOOK_NOW : LOOK_RECV);
+		if (r == SOCK_HUP) {
+			put_recv_meta(msg, opts, 0, 0);
+			return 0; /* the server hung up */
+		}
+		if (r == SOCK_DATA)
+			sockdata = 1;
+		else if (r < 0 && !(nowait && (errno == EAGAIN || errno == EWOULDBLOCK)))
+			return -1; /* EINTR, or EAGAIN for SO_RCVTIMEO, as the kernel's */
+	}
 }
 
 /* ra_flush gives every read-ahead back to its socket (see "peeking at the
@@ -2031,7 +2774,9 @@ static void ra_flush(void)
 		tab_lock();
 		for (int fd = 0; fd < tabcap; fd++) {
 			struct nlsock *s = tab[fd];
-			if (!s || !s->ra_len)
+			/* a socket in ring mode is left, read-ahead and all,
+			 * when a wait call is about it (ring_leave_wait) */
+			if (!s || !s->ra_len || s->shm)
 				continue;
 			if (n == (int)(sizeof(fds) / sizeof(fds[0]))) {
 				more = 1;
@@ -2048,7 +2793,7 @@ static void ra_flush(void)
 			if (wait_fd(fds[i], POLLIN, 0) == 0)
 				continue;
 			uint32_t p[3] = {SOL_NETLINK, NLEMU_RECVLEN, 0};
-			if (ctl_send_ex(fds[i], NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p)) == 0)
+			if (ctl_send_ex(NULL, fds[i], NLEMU_SETSOCKOPT, NLM_F_ACK, 0, p, sizeof(p)) == 0)
 				wait_fd(fds[i], POLLIN, HANDSHAKE_TIMEOUT_MS);
 		}
 		if (!more && n == 0)
@@ -2062,9 +2807,30 @@ static inline void ra_flush_maybe(void)
 		ra_flush();
 }
 
+/* ring_leave_poll leaves ring mode for the sockets a poll() waits on: their
+ * readiness comes from the kernel socket (see "shared-memory rings"). */
+static void ring_leave_poll(const struct pollfd *fds, nfds_t nfds)
+{
+	if (!__atomic_load_n(&nring, __ATOMIC_ACQUIRE) || !fds)
+		return;
+	for (nfds_t i = 0; i < nfds; i++)
+		ring_leave_fd(fds[i].fd);
+}
+
+/* ring_leave_select is ring_leave_poll for the fd sets of select(). */
+static void ring_leave_select(int n, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+	if (!__atomic_load_n(&nring, __ATOMIC_ACQUIRE))
+		return;
+	for (int fd = 0; fd < n && fd < FD_SETSIZE; fd++)
+		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
+			ring_leave_fd(fd);
+}
+
 EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	INIT();
+	ring_leave_poll(fds, nfds);
 	ra_flush_maybe();
 	return real_poll(fds, nfds, timeout);
 }
@@ -2072,6 +2838,8 @@ EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
 {
 	INIT();
+	if (fdslen / sizeof(*fds) >= nfds)
+		ring_leave_poll(fds, nfds);
 	ra_flush_maybe();
 	if (real_poll_chk)
 		return real_poll_chk(fds, nfds, timeout, fdslen);
@@ -2083,6 +2851,7 @@ EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdsle
 EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *mask)
 {
 	INIT();
+	ring_leave_poll(fds, nfds);
 	ra_flush_maybe();
 	return real_ppoll(fds, nfds, tmo, mask);
 }
@@ -2090,6 +2859,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, co
 EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tmo)
 {
 	INIT();
+	ring_leave_select(n, r, w, e);
 	ra_flush_maybe();
 	return real_select(n, r, w, e, tmo);
 }
@@ -2098,8 +2868,28 @@ EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec
 		   const sigset_t *mask)
 {
 	INIT();
+	ring_leave_select(n, r, w, e);
 	ra_flush_maybe();
 	return real_pselect(n, r, w, e, tmo, mask);
+}
+
+/* epoll_ctl: a socket added to (or changed in) an epoll set leaves ring
+ * mode first; epoll_wait then needs no look at the rings. */
+EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	INIT();
+	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
+		ring_leave_fd(fd);
+	return real_epoll_ctl(epfd, op, fd, ev);
+}
+
+/* pthread_create: the rings have one producer and one consumer; a second
+ * thread could use the socket, so every socket leaves ring mode first. */
+EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	INIT();
+	ring_leave_all(0);
+	return real_pthread_create(t, attr, fn, arg);
 }
 
 EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
@@ -2213,6 +3003,13 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 			tab_unlock();
 			return r;
 		}
+		if (s->shm && !single_threaded()) {
+			/* a thread we did not see start: the rings have one
+			 * consumer */
+			tab_unlock();
+			ring_leave(s, fd);
+			continue;
+		}
 		int spin = 0;
 		if (s->expect && !(flags & MSG_DONTWAIT) && !s->nonblock) {
 			if (s->spin_skip || !may_spin()) {
@@ -2225,8 +3022,9 @@ static ssize_t nl_recvmsg(struct nlsock *s, int fd, struct msghdr *msg, int flag
 			}
 		}
 		tab_unlock();
-		ssize_t r = spin ? recv_spin(s, fd, msg, flags, cap, opts)
-				 : recv_any(s, fd, msg, flags, cap, opts);
+		ssize_t r = s->shm ? ring_recv(s, fd, msg, flags, cap, opts, spin)
+			    : spin ? recv_spin(s, fd, msg, flags, cap, opts)
+				   : recv_any(s, fd, msg, flags, cap, opts);
 		if (r != RECV_AGAIN)
 			return r;
 	}
@@ -2436,6 +3234,8 @@ EXPORT void closefrom(int lowfd)
 EXPORT int dup(int oldfd)
 {
 	INIT();
+	if (!in_vm_child())
+		ring_leave_fd(oldfd); /* two fds, maybe two users: see "shared-memory rings" */
 	int fd = real_dup(oldfd);
 	if (fd >= 0 && (maybe_tracked(oldfd) || maybe_tracked(fd)) && !in_vm_child())
 		dup_track(oldfd, fd);
@@ -2449,6 +3249,8 @@ EXPORT int dup2(int oldfd, int newfd)
 	INIT();
 	if ((!maybe_tracked(oldfd) && !maybe_tracked(newfd)) || in_vm_child())
 		return real_dup2(oldfd, newfd);
+	if (oldfd != newfd)
+		ring_leave_fd(oldfd);
 	tab_lock();
 	int fd = real_dup2(oldfd, newfd);
 	if (fd >= 0 && oldfd != newfd) {
@@ -2467,6 +3269,7 @@ EXPORT int dup3(int oldfd, int newfd, int flags)
 	INIT();
 	if ((!maybe_tracked(oldfd) && !maybe_tracked(newfd)) || in_vm_child())
 		return real_dup3(oldfd, newfd, flags);
+	ring_leave_fd(oldfd);
 	tab_lock();
 	int fd = real_dup3(oldfd, newfd, flags);
 	if (fd >= 0) {
@@ -2495,6 +3298,10 @@ static void note_nonblock(int fd, int on)
 
 static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
+	/* a duplicate, or an fd an execve keeps: out of ring mode first */
+	if (((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) ||
+	     (cmd == F_SETFD && !((long)arg & FD_CLOEXEC))) && !in_vm_child())
+		ring_leave_fd(fd);
 	int r = real(fd, cmd, arg);
 	if (cmd == F_SETFL && r >= 0 && maybe_tracked(fd))
 		note_nonblock(fd, ((long)arg & O_NONBLOCK) != 0);
@@ -2537,7 +3344,7 @@ static int link_query_msg(const char *name, unsigned index,
 			  void (*fn)(void *ctx, const struct ifinfomsg *ifi, int alen), void *ctx)
 {
 	uint32_t portid;
-	int fd = server_open(SOCK_CLOEXEC, &portid);
+	int fd = server_open(SOCK_CLOEXEC, &portid, NULL);
 	if (fd < 0)
 		return errno;
 	struct {
@@ -2568,7 +3375,7 @@ static int link_query_msg(const char *name, unsigned index,
 		err = ENOMEM;
 		goto out;
 	}
-	if (send_setsockopt(fd, SOL_NETLINK, NLEMU_RECVLEN, (uint32_t)bufsz) < 0 ||
+	if (send_setsockopt(NULL, fd, SOL_NETLINK, NLEMU_RECVLEN, (uint32_t)bufsz) < 0 ||
 	    real_send(fd, &req, req.h.nlmsg_len, MSG_NOSIGNAL) < 0) {
 		err = errno;
 		free(buf);
@@ -2908,7 +3715,7 @@ static int setlink(int index, const char *name, unsigned flags, unsigned change,
 		req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + NLA_ALIGN(a->nla_len);
 	}
 	uint32_t portid;
-	int fd = server_open(SOCK_CLOEXEC, &portid);
+	int fd = server_open(SOCK_CLOEXEC, &portid, NULL);
 	if (fd < 0)
 		return errno;
 	int err = 0;
@@ -3352,6 +4159,8 @@ EXPORT int ioctl(int fd, unsigned long request, ...)
 	 * namespace; everything else outside 0x89xx (terminal ioctls from a
 	 * SIGWINCH handler among them) goes straight to libc. */
 	int tun = ((r >> 8) & 0xff) == 'T' && (r & 0xff) >= 200 && (r & 0xff) <= 227;
+	if (r == FIONREAD && maybe_tracked(fd))
+		ring_leave_fd(fd); /* the size of the next datagram in the socket */
 	if (r == FIONBIO && arg && maybe_tracked(fd)) {
 		int on = *(const int *)arg != 0;
 		int ret = real_ioctl(fd, request, arg);
