@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nlemu/nlemu/rtnl"
 )
 
 // The server's end of a client connection, after the handshake, is a plain
@@ -513,6 +515,11 @@ func (lc *loopConn) serveBusy() bool {
 		}
 		if err != nil || b == nil {
 			return true
+		}
+		if len(b) < rtnl.NLMSG_HDRLEN {
+			// Ignored, as netlink_rcv_skb() ignores it (serveOne).
+			shortIgnored.Add(1)
+			continue
 		}
 		// Answered from this goroutine, which may wait: a journal's
 		// fsync blocks no loop.
