@@ -509,11 +509,24 @@ func setRingsPolling(snap []*loopConn, on bool) {
 	}
 }
 
-// ringEpollEvery: while the ring scan finds requests, the poller makes
-// its epoll_wait(0) once every ringEpollEvery rounds only (for the
-// sockets: new plain requests, doorbells, hang-ups), instead of one
-// system call per round (docs/PROTOCOL.md, "Shared-memory rings").
-const ringEpollEvery = 8
+// ringEpollGap: while it polls and has ring connections, the poller
+// makes its epoll_wait(0) (for the sockets: plain requests, doorbells,
+// hang-ups) only when ringEpollGap nanoseconds have passed since the last
+// one, the other rounds being ring scans alone: a request put into a ring
+// is seen within a scan, not behind a system call (docs/PROTOCOL.md,
+// "Shared-memory rings"). Atomic: BenchmarkRingRoundTrip compares values.
+var ringEpollGap = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(defaultRingEpollGap)
+	return &v
+}()
+
+// defaultRingEpollGap: measured with BenchmarkRingRoundTrip, see
+// docs/PROTOCOL.md.
+const defaultRingEpollGap = 4000
+
+// pollEpolls counts the poller's epoll_wait calls (for the benchmark).
+var pollEpolls atomic.Uint64
 
 // pollWakeTag is the poller's eventfd in its epoll set (no slot has it).
 const pollWakeTag = -1
@@ -582,12 +595,11 @@ func (l *evloop) runPoll(buf []byte, events []unix.EpollEvent) {
 		}
 	}
 	var (
-		snap  []*loopConn
-		gen   uint64
-		round uint
+		snap      []*loopConn
+		gen       uint64
+		lastEpoll int64
 	)
 	for {
-		round++
 		served := 0
 		if l.ringsGen.Load() != gen {
 			snap = l.ringSnapshot(snap, &gen)
@@ -604,10 +616,22 @@ func (l *evloop) runPoll(buf []byte, events []unix.EpollEvent) {
 		if served > 0 {
 			polling, empty = true, 0
 			last = nanotime()
-			if round%ringEpollEvery != 0 {
+		}
+		if polling && len(snap) > 0 {
+			if now := nanotime(); now-lastEpoll < ringEpollGap.Load() {
+				// A round of ring scans only (no system call).
+				if served == 0 {
+					if empty++; empty&15 == 0 && now-last > idle {
+						polling = false
+						pollBlocks.Add(1)
+					}
+				}
 				continue
+			} else {
+				lastEpoll = now
 			}
 		}
+		pollEpolls.Add(1)
 		timeout := 0
 		if !polling {
 			timeout = -1

@@ -43,6 +43,12 @@ type ringClient struct {
 // when the server did not offer a ring (the client is plain then).
 func dialRing(t testing.TB, sock string, opts uint32) (*ringClient, bool) {
 	t.Helper()
+	return dialRaw(t, sock, opts|helloOptShm)
+}
+
+// dialRaw is dialRing with HELLO options opts as they are.
+func dialRaw(t testing.TB, sock string, opts uint32) (*ringClient, bool) {
+	t.Helper()
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +64,7 @@ func dialRing(t testing.TB, sock string, opts uint32) (*ringClient, bool) {
 	p := make([]byte, 16, 32)
 	ne.PutUint32(p[0:], 1)
 	ne.PutUint32(p[4:], uint32(os.Getpid()))
-	ne.PutUint32(p[8:], opts|helloOptShm)
+	ne.PutUint32(p[8:], opts)
 	p = append(append(p, "default"...), 0)
 	if err := unix.Send(fd, rtnl.AppendMessage(nil, rtnl.NLEMU_HELLO, 0, 0, 0, p), 0); err != nil {
 		t.Fatal(err)
@@ -261,7 +267,15 @@ func (c *ringClient) recv() ([]byte, error) {
 		case len(c.stash) > 0:
 			b, c.stash = c.stash[0], c.stash[1:]
 		case c.plain:
-			n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
+			// As the shim: MSG_DONTWAIT probes for the spin window,
+			// then a blocking receive.
+			n, err := 0, error(unix.EAGAIN)
+			for start := time.Now(); err == unix.EAGAIN && time.Since(start) < c.spin; {
+				n, _, err = unix.Recvfrom(c.fd, c.buf, unix.MSG_DONTWAIT)
+			}
+			if err == unix.EAGAIN {
+				n, _, err = unix.Recvfrom(c.fd, c.buf, 0)
+			}
 			if err == unix.EINTR {
 				continue
 			}
@@ -1195,32 +1209,38 @@ func BenchmarkRingRoundTrip(b *testing.B) {
 	if LoopSchedInEffect() != LoopSchedPoll {
 		b.Skip("no polling loop: run with NLEMU_LOOP_SCHED=poll, as root, on 2 CPUs or more")
 	}
-	b.Run("ring", func(b *testing.B) {
-		c, ok := dialRing(b, sock, 0)
-		if !ok {
-			b.Fatal("no ring")
+	for _, gap := range []int64{0, defaultRingEpollGap, 20000} {
+		b.Run(fmt.Sprintf("ring/epoll-gap=%dns", gap), func(b *testing.B) {
+			ringEpollGap.Store(gap)
+			defer ringEpollGap.Store(defaultRingEpollGap)
+			e0 := pollEpolls.Load()
+			defer func() { b.ReportMetric(float64(pollEpolls.Load()-e0)/float64(b.N), "epolls/op") }()
+			c, ok := dialRing(b, sock, 0)
+			if !ok {
+				b.Fatal("no ring")
+			}
+			c.spin = time.Second
+			b.ResetTimer()
+			for i := range uint32(b.N) {
+				c.send(ruleRequest(i, 1000))
+				if _, err := c.recv(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// The socket as the shim uses it with the poller: send, then
+	// MSG_DONTWAIT probes until the reply (HELLO_OPT_SPIN).
+	b.Run("socket", func(b *testing.B) {
+		c, ring := dialRaw(b, sock, helloOptSpin)
+		if ring {
+			b.Fatal("a ring not asked for")
 		}
 		c.spin = time.Second
 		b.ResetTimer()
 		for i := range uint32(b.N) {
-			c.send(ruleRequest(i, 1000))
+			c.send(ruleRequest(i, 2000))
 			if _, err := c.recv(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("socket", func(b *testing.B) {
-		c, err := DialUnix(sock, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		b.ResetTimer()
-		for i := range uint32(b.N) {
-			if err := c.Send(ruleRequest(i, 2000)); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := c.Recv(); err != nil {
 				b.Fatal(err)
 			}
 		}
