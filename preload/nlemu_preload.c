@@ -1160,7 +1160,16 @@ static void ring_wake(struct nlsock *s, int fd)
  * the request ring, and every datagram in the reply ring up to the
  * server's LEFT goes to the stash; then the region is unmapped and, if
  * the stash holds datagrams, the socket is made readable. From then on
- * the socket carries everything, as for a plain connection. */
+ * the socket carries everything, as for a plain connection.
+ *
+ * While it waits for the LEFT, client_spinning stays set and it never
+ * blocks on the socket (it naps, 1 us doubling up to 1 ms, looking at the
+ * socket between naps for the hang-up): so the server rings no doorbell
+ * for the LEFT, and every doorbell it rang before (its writer rings for a
+ * record before it writes the next one) is in the socket when the LEFT is
+ * seen, and drained then (ring_wake). A doorbell arriving after that
+ * would make the plain socket look readable to poll() with nothing to
+ * read. */
 static void ring_leave(struct nlsock *s, int fd)
 {
 	if (!s->shm)
@@ -1168,12 +1177,16 @@ static void ring_leave(struct nlsock *s, int fd)
 	tab_lock();
 	ra_to_stash_locked(s);
 	tab_unlock();
+	__atomic_store_n(shm32(s, SHM_CLIENT_SPINNING), 1, __ATOMIC_SEQ_CST);
 	unsigned char *buf = malloc(s->rep_size);
 	if (!buf || ring_put(s, fd, REC_LEAVE, NULL, 0, 0, 0) < 0) {
 		free(buf);
 		ring_drop(s);
+		ring_wake(s, fd);
 		return;
 	}
+	uint64_t t0 = mono_ns();
+	long nap = 0;
 	for (;;) {
 		size_t n;
 		int k = ring_take(s, fd, buf, &n);
@@ -1183,8 +1196,12 @@ static void ring_leave(struct nlsock *s, int fd)
 		}
 		if (k != 0)
 			break; /* LEFT, or a broken ring */
-		int r = ring_sock(s, fd, LOOK_POLL);
-		if (r == SOCK_HUP || (r < 0 && errno != EINTR && errno != EAGAIN))
+		if (mono_ns() - t0 < 50000) {
+			cpu_relax(); /* the poller answers within microseconds */
+			continue;
+		}
+		int r = ring_sock(s, fd, LOOK_NOW);
+		if (r == SOCK_HUP || (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
 			break;
 		if (r == SOCK_DATA) {
 			/* the server sends on the socket: its LEFT is in the ring,
@@ -1193,7 +1210,13 @@ static void ring_leave(struct nlsock *s, int fd)
 			if (k != REC_DATA)
 				break;
 			stash_dgram(s, buf, n);
+			continue;
 		}
+		if (r == SOCK_BELL)
+			continue;
+		nap = nap ? (nap < 1000000 ? nap * 2 : nap) : 1000;
+		struct timespec ts = {0, nap};
+		nanosleep(&ts, NULL);
 	}
 	free(buf);
 	ring_drop(s);
@@ -1209,6 +1232,7 @@ static void ring_left_unasked(struct nlsock *s, int fd)
 	s->ring_left = 1;
 	ring_put(s, fd, REC_LEAVE, NULL, 0, 0, 0);
 	ring_drop(s);
+	ring_wake(s, fd);
 }
 
 /* ring_leave_fd leaves ring mode for the socket behind fd, if any. */
