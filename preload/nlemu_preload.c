@@ -512,6 +512,11 @@ struct nlsock {
 	uint64_t req_head, rep_tail; /* our copies of the counters we write */
 	int ring_left;               /* the server left on its own (an unasked LEFT) */
 	int fork_left;               /* left for a fork: the child drops the stash */
+	/* a datagram a blocking ring_sock read from the socket in ring mode
+	 * (the server left on its own): it goes to the stash after what the
+	 * ring still holds, when ring mode ends (ring_drop) */
+	unsigned char *held;
+	size_t held_len;
 	uint32_t ring_sent, ring_recvd, ring_bells, ring_blocks; /* getsockopt NLEMU_RINGSTATS */
 };
 
@@ -644,6 +649,7 @@ static void unref_locked(struct nlsock *s)
 			munmap(s->shm, s->shm_len);
 			__atomic_sub_fetch(&nring, 1, __ATOMIC_RELEASE);
 		}
+		free(s->held);
 		while (s->stash) {
 			struct stashed *n = s->stash->next;
 			free(s->stash);
@@ -935,12 +941,32 @@ static void ring_bell(struct nlsock *s, int fd)
 #define LOOK_POLL 2  /* poll() until something comes (the socket may be O_NONBLOCK) */
 
 /* ring_sock looks at the socket, which in ring mode carries only
- * doorbells and the hang-up: SOCK_* or -1/errno (EAGAIN: nothing). */
+ * doorbells and the hang-up: SOCK_* or -1/errno (EAGAIN: nothing).
+ * LOOK_RECV is one system call: a receive into the read-ahead buffer
+ * (free while ring_recv looks: it holds no read-ahead then), a doorbell
+ * dropped, a real datagram held for after the ring's records (s->held);
+ * the others peek, leaving a datagram in the socket. */
 static int ring_sock(struct nlsock *s, int fd, int how)
 {
 	unsigned char b[CTL_LEN];
 	if (how != LOOK_NOW)
 		s->ring_blocks++;
+	if (how == LOOK_RECV && !s->held && s->ra_buf && !s->ra_len) {
+		ssize_t n = real_recv(fd, s->ra_buf, RA_CAP, 0);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return SOCK_HUP;
+		if (n == 1)
+			return SOCK_BELL;
+		unsigned char *h = malloc((size_t)n);
+		if (h) {
+			memcpy(h, s->ra_buf, (size_t)n);
+			s->held = h;
+			s->held_len = (size_t)n;
+		} /* else lost, as a datagram the kernel drops for want of memory */
+		return SOCK_DATA;
+	}
 	if (how == LOOK_POLL && wait_fd(fd, POLLIN, -1) < 0)
 		return -1;
 	ssize_t n = real_recv(fd, b, sizeof(b), MSG_PEEK | MSG_TRUNC | (how == LOOK_RECV ? 0 : MSG_DONTWAIT));
@@ -1090,8 +1116,11 @@ static int ring_take(struct nlsock *s, int fd, unsigned char *dst, size_t *len)
 	return -1;
 }
 
+static void stash_dgram(struct nlsock *s, const unsigned char *d, size_t n);
+
 /* ring_drop ends ring mode without a word to the server (it hung up, left,
- * or broke the ring). */
+ * or broke the ring; ring_leave ends with it too). A datagram held from
+ * the socket goes to the stash now, after everything the ring gave. */
 static void ring_drop(struct nlsock *s)
 {
 	if (!s->shm)
@@ -1099,6 +1128,11 @@ static void ring_drop(struct nlsock *s)
 	munmap(s->shm, s->shm_len);
 	s->shm = NULL;
 	__atomic_sub_fetch(&nring, 1, __ATOMIC_RELEASE);
+	if (s->held) {
+		stash_dgram(s, s->held, s->held_len);
+		free(s->held);
+		s->held = NULL;
+	}
 }
 
 static unsigned ctl_type(const unsigned char *head, size_t n);
@@ -2729,7 +2763,7 @@ static ssize_t ring_recv(struct nlsock *s, int fd, struct msghdr *msg, int flags
 			 unsigned opts, int spin)
 {
 	int nowait = (flags & MSG_DONTWAIT) || s->nonblock;
-	int looked = 0, sockdata = 0, spinning = 0;
+	int looked = 0, sockdata = s->held != NULL, spinning = 0;
 	uint64_t start = 0;
 	for (;;) {
 		size_t n;
