@@ -994,6 +994,7 @@ static int ring_put(struct nlsock *s, int fd, uint32_t kind, const struct iovec 
 	uint64_t head = s->req_head;
 	size_t need = rec_space(len);
 	uint64_t t0 = 0;
+	int stalled = 0;
 	size_t off, gap;
 	for (;;) {
 		uint64_t tail = __atomic_load_n(shm64(s, SHM_REQ_TAIL), __ATOMIC_ACQUIRE);
@@ -1012,6 +1013,7 @@ static int ring_put(struct nlsock *s, int fd, uint32_t kind, const struct iovec 
 		/* stalled: flag, then look once more (the server looks at the
 		 * flag after it stored a tail: one of us sees the other) */
 		__atomic_store_n(shm32(s, SHM_CLIENT_STALLED), 1, __ATOMIC_SEQ_CST);
+		stalled = 1;
 		if (__atomic_load_n(shm64(s, SHM_REQ_TAIL), __ATOMIC_SEQ_CST) != tail)
 			continue;
 		if (!t0)
@@ -1042,7 +1044,7 @@ static int ring_put(struct nlsock *s, int fd, uint32_t kind, const struct iovec 
 		else if (r < 0 && errno != EINTR && errno != EAGAIN)
 			break;
 	}
-	if (t0)
+	if (stalled)
 		__atomic_store_n(shm32(s, SHM_CLIENT_STALLED), 0, __ATOMIC_SEQ_CST);
 	if (size - (head - __atomic_load_n(shm64(s, SHM_REQ_TAIL), __ATOMIC_ACQUIRE)) < gap + need)
 		return -1; /* the wait above failed (errno set) */

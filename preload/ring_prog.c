@@ -12,7 +12,8 @@
  * give the shim's NLEMU_RINGSTATS (in ring mode, datagrams sent and
  * received through the rings, ...) and differ between the two on purpose.
  *
- *   ring_prog MODE    (matrix, poll, fork, thread, monitor, dup, nonblock, noclo)
+ *   ring_prog MODE    (matrix, poll, fork, thread, monitor, dup, nonblock, noclo,
+ *                     flood [N])
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -472,6 +473,33 @@ static void nonblock(void)
 	ringstats(fd, "end");
 }
 
+/* flood: N requests sent before any reply is read (the request ring
+ * fills and the shim waits for room; the reply ring fills and the server
+ * holds the rest), then every reply, in order. */
+static void flood(int nreq)
+{
+	int fd = nlsock(0);
+	int sz = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+	for (int i = 1; i <= nreq; i++)
+		getlink(fd, (uint32_t)i);
+	int bad = 0, errs = 0;
+	for (int i = 1; i <= nreq; i++) {
+		ssize_t n = recv(fd, big, sizeof(big), 0);
+		if (n < 0) {
+			printf("  recv %d: -1 %s\n", i, ename(errno));
+			errs++;
+			if (errs > 3)
+				break;
+			continue;
+		}
+		if (((struct nlmsghdr *)big)->nlmsg_seq != (uint32_t)i && !bad++)
+			printf("  reply %d: seq %u\n", i, ((struct nlmsghdr *)big)->nlmsg_seq);
+	}
+	printf("  %d requests: %d out of order\n", nreq, bad);
+	ringstats(fd, "flood");
+}
+
 /* noclo: a socket without SOCK_CLOEXEC (an execve would keep it): never
  * in ring mode. */
 static void noclo(void)
@@ -504,6 +532,8 @@ int main(int argc, char **argv)
 		nonblock();
 	else if (!strcmp(m, "noclo"))
 		noclo();
+	else if (!strcmp(m, "flood"))
+		flood(argc > 2 ? atoi(argv[2]) : 2000);
 	else
 		DIE("unknown mode %s", m);
 	return 0;
