@@ -340,10 +340,14 @@ func (l *evloop) run(started chan<- LoopSched) {
 func (l *evloop) serveOne(lc *loopConn, buf []byte) {
 	if r := lc.t.ring; r != nil && !r.inLeft {
 		// In ring mode the socket carries doorbells; a datagram after the
-		// client's LEAVE must wait for every record before it. Peeked
-		// first, so that a record published before it is seen.
+		// client's LEAVE, and the end of the stream, must wait for every
+		// record before them (a client that sends without waiting for
+		// answers and exits has its requests handled, as those queued in
+		// a socket before its close are). Peeked first, so that a record
+		// published before it is seen.
 		n, e := recvPeek(lc.t.fd, buf)
-		if e == 0 && n >= rtnl.NLMSG_HDRLEN && r.reqPending() {
+		doorbell := e == 0 && n > 0 && n < rtnl.NLMSG_HDRLEN
+		if e != unix.EAGAIN && e != unix.EINTR && !doorbell && r.reqPending() {
 			l.serveRecord(lc, buf)
 			return
 		}

@@ -1246,3 +1246,82 @@ func BenchmarkRingRoundTrip(b *testing.B) {
 		}
 	})
 }
+
+// TestRingRequestsBeforeCloseAreHandled: requests a client put into its
+// ring without waiting for answers, right before it closed its socket,
+// are handled, as datagrams queued in the socket before the close are.
+func TestRingRequestsBeforeCloseAreHandled(t *testing.T) {
+	if !ringChild(t, "TestRingRequestsBeforeCloseAreHandled", "NLEMU_POLL_US=1") {
+		return
+	}
+	// An epoll_wait at every round: the end of the stream is seen while
+	// records wait.
+	ringEpollGap.Store(0)
+	_, sock := listenTest(t)
+	const rounds, n = 10, 100
+	for round := range uint32(rounds) {
+		c, ok := dialRing(t, sock, 0)
+		if !ok {
+			t.Fatal("no ring")
+		}
+		pref := 1000 + round*n
+		c.addRules(t, 1, pref) // the options and a request answered
+		for i := range uint32(n - 1) {
+			c.send(T.Msg(rtnl.RTM_NEWRULE, rtnl.NLM_F_REQUEST|rtnl.NLM_F_CREATE, i, T.Body(T.V4(5), T.Pref(pref+1+i))))
+		}
+		c.close()
+	}
+	check, _ := dialRing(t, sock, 0)
+	want := []uint32{0}
+	for i := range uint32(rounds * n) {
+		want = append(want, 1000+i)
+	}
+	want = append(want, 32766, 32767)
+	var got []uint32
+	for range 100 {
+		if got = check.dumpRules(t, 1); cmp.Equal(want, got) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+}
+
+// TestRingServerCloseHangsUp: Server.Close ends a ring client's
+// connection (its socket reports the end) whether it waits in its socket
+// or not, and the poller goes on serving another server's ring clients.
+func TestRingServerCloseHangsUp(t *testing.T) {
+	if !ringChild(t, "TestRingServerCloseHangsUp") {
+		return
+	}
+	srv, sock := listenTest(t)
+	_, other := listenTest(t)
+	cs := make([]*ringClient, 4)
+	for k := range cs {
+		c, ok := dialRing(t, sock, 0)
+		if !ok {
+			t.Fatal("no ring")
+		}
+		c.addRules(t, 1, uint32(1000+k))
+		cs[k] = c
+	}
+	o, ok := dialRing(t, other, 0)
+	if !ok {
+		t.Fatal("no ring")
+	}
+	srv.Close()
+	for k, c := range cs {
+		for {
+			n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
+			if err != nil {
+				t.Fatalf("client %d: %v, want the end of stream", k, err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	o.addRules(t, 10, 1000)
+}
